@@ -1,0 +1,134 @@
+// attention/attention.cpp — the lesson's chain. Every step is one statement, tagged with a marker
+// ([step N]) that docs/ and tests refer to, with its formula and shapes in the comment above it.
+//
+// Sizes: n query tokens, m key/value tokens (m = n in self-attention), d_model embedding width,
+// d_k query/key width, d_v value width.
+#include "attention/attention.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "attention/kernels.hpp"
+
+namespace attn {
+
+float scale_factor(Scale scale, std::size_t d_k) {
+    switch (scale) {
+        case Scale::sqrt_dk: return 1.0f / std::sqrt(static_cast<float>(d_k));
+        case Scale::dk: return 1.0f / static_cast<float>(d_k);
+        case Scale::none: return 1.0f;
+    }
+    return 1.0f;
+}
+
+namespace {
+
+// All shape errors are caught here, before any work, and name both shapes involved.
+void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
+    const auto fail = [](const std::string& what) {
+        throw std::invalid_argument("scaled_dot_product_attention: " + what);
+    };
+    if (Q.cols() != K.cols())
+        fail("Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") must have the same width d_k");
+    if (K.rows() != V.rows())
+        fail("K (" + shape_string(K) + ") and V (" + shape_string(V) + ") must have the same number of rows m");
+    if (options.causal && Q.rows() != K.rows())
+        fail("a causal mask needs as many queries as keys, got Q (" + shape_string(Q) + ") and K (" +
+             shape_string(K) + ")");
+}
+
+}  // namespace
+
+void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                       const AttentionOptions& options, AttentionResult& out,
+                                       AttentionTrace* trace) {
+    check_attention_shapes(Q, K, V, options);
+    const Backend b = options.backend;
+    const float c = scale_factor(options.scale, Q.cols());
+    Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
+
+    // [step 3] S = Q·Kᵀ            (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
+    kernels::matmul_transposed(Q, K, S, b);
+    if (trace) trace->S = S;
+
+    // [step 4] S' = S·c, c = 1/√d_k     (n×m) → (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
+    kernels::scale(S, c, b);
+    if (trace) trace->S_scaled = S;
+
+    // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
+    if (options.causal) kernels::causal_mask(S, b);
+    if (trace && options.causal) trace->S_masked = S;
+
+    // [step 5] α = softmax_row(S')      (n×m) → (n×m);  α_ij = e^S'_ij / Σ_t e^S'_it, Σ_j α_ij = 1
+    kernels::softmax_rows(S, b);
+    const Matrix& alpha = S;
+
+    // [step 6] O = α·V                  (n×m)·(m×d_v) → (n×d_v);  o_i = Σ_j α_ij·v_j
+    kernels::matmul(alpha, V, out.output, b);
+
+    if (trace) {
+        trace->alpha = alpha;
+        trace->output = out.output;
+    }
+}
+
+AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                             const AttentionOptions& options, AttentionTrace* trace) {
+    AttentionResult result;
+    scaled_dot_product_attention_into(Q, K, V, options, result, trace);
+    return result;
+}
+
+SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
+    : W_Q_(std::move(W_Q)), W_K_(std::move(W_K)), W_V_(std::move(W_V)) {
+    const auto fail = [&](const std::string& what) {
+        throw std::invalid_argument("SingleHeadAttention: " + what + "; got W_Q (" + shape_string(W_Q_) +
+                                    "), W_K (" + shape_string(W_K_) + "), W_V (" + shape_string(W_V_) + ")");
+    };
+    if (W_Q_.rows() != W_K_.rows() || W_K_.rows() != W_V_.rows()) fail("all weights need d_model rows");
+    if (W_Q_.cols() != W_K_.cols()) fail("W_Q and W_K need the same width d_k");
+}
+
+AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options,
+                                             AttentionTrace* trace) const {
+    // [step 1] X: one d_model-wide embedding per token    (n×d_model)
+    if (X.cols() != W_Q_.rows()) {
+        throw std::invalid_argument("SingleHeadAttention::forward: X (" + shape_string(X) + ") needs d_model = " +
+                                    std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");
+    }
+    const Backend b = options.backend;
+    Matrix Q, K, V;
+
+    // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
+    kernels::matmul(X, W_Q_, Q, b);
+    // [step 2.K] K = X·W_K     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token offers to be found by
+    kernels::matmul(X, W_K_, K, b);
+    // [step 2.V] V = X·W_V     (n×d_model)·(d_model×d_v) → (n×d_v);  what each token hands over when chosen
+    kernels::matmul(X, W_V_, V, b);
+
+    if (trace) {
+        trace->X = X;
+        trace->Q = Q;
+        trace->K = K;
+        trace->V = V;
+    }
+    return scaled_dot_product_attention(Q, K, V, options, trace);  // steps 3–6
+}
+
+std::string to_string(Scale scale) {
+    switch (scale) {
+        case Scale::sqrt_dk: return "sqrt";
+        case Scale::dk: return "dk";
+        case Scale::none: return "none";
+    }
+    return "?";
+}
+
+std::string to_string(Backend backend) {
+    switch (backend) {
+        case Backend::naive: return "naive";
+    }
+    return "?";
+}
+
+}  // namespace attn

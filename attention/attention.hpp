@@ -1,0 +1,83 @@
+// attention/attention.hpp — single-head scaled dot-product attention, as in the lesson:
+//
+//   X (n×d_model) → Q = X·W_Q, K = X·W_K, V = X·W_V → S = Q·Kᵀ → S/√d_k → α = softmax_row(·) → O = α·V
+//
+// Weight convention: the lesson's formulas, Q = X·W_Q with W_Q of shape (d_model × d_k).
+// PyTorch's nn.Linear stores its weight the other way round, (d_k × d_model), and computes X·Wᵀ;
+// so a weight taken from PyTorch must be transposed before it goes in here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "matrix/matrix.hpp"
+
+namespace attn {
+
+// What the scores are divided by before the softmax (the lesson's exercise 1 compares them).
+enum class Scale {
+    sqrt_dk,  // ÷√d_k — the lesson's choice: keeps Var(S_ij) at 1 whatever d_k is
+    dk,       // ÷d_k  — shrinks scores too much: α drifts toward uniform as d_k grows
+    none,     // ÷1    — Var(S_ij) = d_k: α drifts toward one-hot, gradients vanish
+};
+
+// Which kernels compute each step. The formulas are the same; only the loops differ.
+enum class Backend {
+    naive,  // matrix/ops.cpp: the textbook loops
+};
+
+struct AttentionOptions {
+    bool causal = false;  // exercise 4: position i sees only positions j ≤ i
+    Scale scale = Scale::sqrt_dk;
+    Backend backend = Backend::naive;
+};
+
+struct AttentionResult {
+    Matrix output;   // O (n×d_v): one context-mixed vector per token
+    Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1
+};
+
+// Every intermediate of one forward pass, for the walkthrough and the tests.
+struct AttentionTrace {
+    Matrix X, Q, K, V;
+    Matrix S;         // Q·Kᵀ
+    Matrix S_scaled;  // S·c, c = scale_factor(...)
+    Matrix S_masked;  // S_scaled with −∞ above the diagonal (only when causal)
+    Matrix alpha;     // softmax_row of the above
+    Matrix output;    // α·V
+};
+
+// c with S' = c·S: 1/√d_k, 1/d_k or 1.
+float scale_factor(Scale scale, std::size_t d_k);
+
+// The core: softmax(Q·Kᵀ·c [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
+AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                             const AttentionOptions& options = {},
+                                             AttentionTrace* trace = nullptr);
+// Same, writing into `out`, whose matrices are reused when they already have room: a loop calling
+// this allocates (and first-touches) the n×m score buffer only once.
+void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                       const AttentionOptions& options, AttentionResult& out,
+                                       AttentionTrace* trace = nullptr);
+
+// The lesson's SingleHeadAttention: three projection matrices and a forward pass.
+class SingleHeadAttention {
+public:
+    // W_Q (d_model×d_k), W_K (d_model×d_k), W_V (d_model×d_v).
+    SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V);
+
+    AttentionResult forward(const Matrix& X, const AttentionOptions& options = {},
+                            AttentionTrace* trace = nullptr) const;
+
+    const Matrix& W_Q() const { return W_Q_; }
+    const Matrix& W_K() const { return W_K_; }
+    const Matrix& W_V() const { return W_V_; }
+
+private:
+    Matrix W_Q_, W_K_, W_V_;
+};
+
+std::string to_string(Scale scale);      // "sqrt", "dk", "none"
+std::string to_string(Backend backend);  // "naive", ...
+
+}  // namespace attn

@@ -1,0 +1,16 @@
+// attention/kernels.hpp — one function per step of the chain, choosing the kernel by Backend.
+// The chain in attention.cpp calls only these, so the backend changes which loops run, never
+// which formula is computed.
+#pragma once
+
+#include "attention/attention.hpp"
+
+namespace attn::kernels {
+
+void matmul(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);             // C = A·B
+void matmul_transposed(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·Bᵀ
+void scale(Matrix& S, float c, Backend backend);                                       // S ← c·S
+void causal_mask(Matrix& S, Backend backend);                                          // S_ij ← −∞, j > i
+void softmax_rows(Matrix& S, Backend backend);                                         // row-wise softmax
+
+}  // namespace attn::kernels

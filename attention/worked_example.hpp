@@ -1,0 +1,36 @@
+// attention/worked_example.hpp — the lesson's three-token sentence and example weights.
+//
+// X is the lesson's own input: rows are the embeddings of 猫 (cat), 坐 (sat), 地毯 (mat), d_model = 4.
+// The lesson does not print its projection weights, so these are chosen with one decimal each, so
+// that Q, K and V can be checked by hand; d_k = d_v = 3.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "matrix/matrix.hpp"
+
+namespace attn::worked_example {
+
+inline Matrix X() {
+    return {{1.0f, 0.5f, -0.2f, 0.8f},   // 猫
+            {0.3f, -0.6f, 1.2f, 0.1f},   // 坐
+            {0.7f, 0.9f, 0.4f, -0.5f}};  // 地毯
+}
+
+inline Matrix W_Q() {
+    return {{0.5f, -0.2f, 0.8f}, {0.9f, 0.4f, -0.3f}, {-0.6f, 1.0f, 0.2f}, {0.3f, 0.1f, 0.7f}};
+}
+
+inline Matrix W_K() {
+    return {{0.7f, 0.3f, -0.5f}, {0.2f, 0.9f, 0.4f}, {-0.4f, 0.6f, 1.1f}, {0.8f, -0.2f, 0.3f}};
+}
+
+inline Matrix W_V() {
+    return {{1.0f, 0.0f, 0.5f}, {0.0f, 1.0f, -0.5f}, {0.5f, -0.5f, 1.0f}, {-0.5f, 0.5f, 0.0f}};
+}
+
+inline std::vector<std::string> tokens_zh() { return {"猫", "坐", "地毯"}; }
+inline std::vector<std::string> tokens_en() { return {"猫 cat", "坐 sat", "地毯 mat"}; }
+
+}  // namespace attn::worked_example

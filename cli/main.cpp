@@ -1,0 +1,54 @@
+// cli/main.cpp — `attn`: picks the subcommand, turns every error into "attn: error: …" and exit 2.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/args.hpp"
+#include "cli/walk.hpp"
+
+namespace {
+
+const char* const usage = R"(Usage: attn <command> [options]
+
+Single-head scaled dot-product attention, computed the way the lesson writes it.
+
+Commands:
+  walk        the lesson's worked example (猫 坐 地毯), every step printed with its numbers
+
+Options:
+  -h, --help  this text (and `attn <command> --help` for a command's options)
+  --version   version
+)";
+
+int run(const std::vector<std::string>& args) {
+    if (args.empty()) {
+        std::cerr << usage;
+        return 2;
+    }
+    const std::string& command = args[0];
+    const std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+    if (command == "-h" || command == "--help" || command == "help") {
+        std::cout << usage;
+        return 0;
+    }
+    if (command == "--version") {
+        std::cout << "attn 0.1.0\n";
+        return 0;
+    }
+    if (command == "walk") return attn::cli::run_walk(rest);
+    throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const std::exception& e) {
+        std::cout.flush();
+        std::cerr << "attn: error: " << e.what() << '\n';
+        return 2;
+    }
+}

@@ -1,0 +1,54 @@
+// cli/text.hpp — every sentence `attn` prints, in English and Chinese.
+#pragma once
+
+#include <string>
+
+namespace attn::cli {
+
+enum class Lang { en, zh };
+
+// --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
+Lang lang_from_environment();
+
+struct Text {
+    const char* title;
+    const char* sentence;
+    const char* settings;
+    const char* no_mask;
+    const char* causal_mask;
+    const char* shapes_title;
+    const char* shapes_note;
+    const char* step1;
+    const char* step1_note;
+    const char* step2;
+    const char* step2_note;
+    const char* weights;
+    const char* step3;
+    const char* step3_note;
+    const char* expanded;
+    const char* step4;
+    const char* step4_note;
+    const char* step4_mask;
+    const char* step4_mask_note;
+    const char* step5;
+    const char* step5_note;
+    const char* row_max;
+    const char* exponentials;
+    const char* row_sum;
+    const char* row_sums;
+    const char* heat_map;
+    const char* step6;
+    const char* step6_note;
+    const char* diagonal;
+    const char* diagonal_yes;
+    const char* diagonal_no;
+    const char* exercise5;
+    const char* exercise5_note;
+    const char* norm;
+    const char* summary;
+    const char* walk_help;
+};
+
+const Text& text(Lang lang);
+
+}  // namespace attn::cli

@@ -1,0 +1,330 @@
+// cli/walk.cpp — `attn walk`. Runs SingleHeadAttention::forward on the lesson's example with a trace,
+// then prints each intermediate with the formula that made it. All the arithmetic is the library's;
+// this file only formats (the expansions re-add products only to show them, never to compute a result).
+#include "cli/walk.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "attention/attention.hpp"
+#include "attention/worked_example.hpp"
+#include "cli/args.hpp"
+#include "cli/text.hpp"
+#include "matrix/print.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+enum class Color { automatic, always, never };
+
+struct WalkOptions {
+    Lang lang = lang_from_environment();
+    AttentionOptions attention;
+    int precision = 4;
+    Color color = Color::automatic;
+    bool help = false;
+};
+
+WalkOptions parse(std::span<const std::string> args) {
+    WalkOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string v;
+        if (args[i] == "-h" || args[i] == "--help") {
+            o.help = true;
+        } else if (args[i] == "--causal") {
+            o.attention.causal = true;
+        } else if (option_value(args, i, "--lang", v)) {
+            if (v != "en" && v != "zh") throw UsageError("walk: --lang must be en or zh, got '" + v + "'");
+            o.lang = v == "zh" ? Lang::zh : Lang::en;
+        } else if (option_value(args, i, "--scale", v)) {
+            if (v == "sqrt") o.attention.scale = Scale::sqrt_dk;
+            else if (v == "dk") o.attention.scale = Scale::dk;
+            else if (v == "none") o.attention.scale = Scale::none;
+            else throw UsageError("walk: --scale must be sqrt, dk or none, got '" + v + "'");
+        } else if (option_value(args, i, "--precision", v)) {
+            if (v.size() != 1 || v[0] < '0' || v[0] > '8')
+                throw UsageError("walk: --precision must be a whole number from 0 to 8, got '" + v + "'");
+            o.precision = v[0] - '0';
+        } else if (option_value(args, i, "--color", v)) {
+            if (v == "auto") o.color = Color::automatic;
+            else if (v == "always") o.color = Color::always;
+            else if (v == "never") o.color = Color::never;
+            else throw UsageError("walk: --color must be auto, always or never, got '" + v + "'");
+        } else {
+            throw UsageError("walk: unknown option '" + args[i] + "' (see attn walk --help)");
+        }
+    }
+    return o;
+}
+
+bool use_color(Color c) {
+    if (c != Color::automatic) return c == Color::always;
+    const char* no_color = std::getenv("NO_COLOR");
+    return isatty(STDOUT_FILENO) && !(no_color && *no_color);
+}
+
+// 1 → "₁", 12 → "₁₂": the lesson's 1-based indices.
+std::string sub(std::size_t k) {
+    static const char* const digits[] = {"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉"};
+    const std::string s = std::to_string(k);
+    std::string out;
+    for (char ch : s) out += digits[ch - '0'];
+    return out;
+}
+
+// A vector shown as a 1×k matrix, so it prints like the matrices around it.
+Matrix as_row(std::span<const float> v) {
+    Matrix m(1, v.size());
+    std::copy(v.begin(), v.end(), m.data());
+    return m;
+}
+
+// A number for a written-out sum: trailing zeros dropped, negatives in parentheses.
+std::string term(float v, int precision) {
+    std::string s = format_number(v, precision);
+    if (s.find('.') != std::string::npos) {
+        s.erase(s.find_last_not_of('0') + 1);
+        if (s.back() == '.') s.pop_back();
+    }
+    return v < 0 ? "(" + s + ")" : s;
+}
+
+class Walk {
+public:
+    Walk(const WalkOptions& o, bool color)
+        : o_(o), t_(text(o.lang)), color_(color),
+          tokens_(o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en()) {
+        const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
+        layer.forward(worked_example::X(), o.attention, &tr_);
+    }
+
+    std::string render() {
+        header();
+        shapes();
+        step1();
+        step2();
+        step3();
+        step4();
+        step5();
+        step6();
+        diagonal();
+        exercise5();
+        summary();
+        return out_.str();
+    }
+
+private:
+    const WalkOptions& o_;
+    const Text& t_;
+    bool color_;
+    std::vector<std::string> tokens_;
+    AttentionTrace tr_;
+    std::ostringstream out_;
+
+    std::size_t n() const { return tr_.X.rows(); }
+    std::string num(float v) const { return format_number(v, o_.precision); }
+    std::string labelled(const Matrix& m, bool token_columns = false) const {
+        PrintOptions p;
+        p.precision = o_.precision;
+        p.row_labels = tokens_;
+        if (token_columns) p.col_labels = tokens_;
+        return format_matrix(m, p);
+    }
+    std::string plain(const Matrix& m, const std::string& indent = "  ") const {
+        PrintOptions p;
+        p.precision = o_.precision;
+        p.indent = indent;
+        return format_matrix(m, p);
+    }
+    void heading(const std::string& title, const std::string& note) {
+        out_ << "\n" << title << "\n  " << note << "\n\n";
+    }
+    // "a₁×b₁ + a₂×b₂ + …" for two rows, with the value it sums to printed by the caller.
+    std::string products(std::span<const float> a, std::span<const float> b) const {
+        std::string s;
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            s += (k ? " + " : "") + term(a[k], o_.precision) + "×" + term(b[k], o_.precision);
+        }
+        return s;
+    }
+    std::string scale_text() const {
+        const std::size_t d_k = tr_.Q.cols();
+        switch (o_.attention.scale) {
+            case Scale::sqrt_dk: return " ÷ √d_k = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
+            case Scale::dk: return " ÷ d_k = S ÷ " + std::to_string(d_k);
+            case Scale::none: return " ÷ 1";
+        }
+        return "";
+    }
+
+    void header() {
+        out_ << t_.title << "\n\n  " << t_.sentence << ": [";
+        for (std::size_t i = 0; i < n(); ++i) out_ << (i ? ", " : "") << tokens_[i];
+        out_ << "]\n  " << t_.settings << ": n = " << n() << ", d_model = " << tr_.X.cols()
+             << ", d_k = " << tr_.Q.cols() << ", d_v = " << tr_.V.cols() << ", S" << scale_text() << ", "
+             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << "\n";
+    }
+
+    void shapes() {
+        const std::size_t dm = tr_.X.cols(), dk = tr_.Q.cols(), dv = tr_.V.cols();
+        const std::vector<std::array<std::string, 3>> rows = {
+            {"X", "n×d_model", shape_string(n(), dm)},     {"W_Q, W_K", "d_model×d_k", shape_string(dm, dk)},
+            {"W_V", "d_model×d_v", shape_string(dm, dv)},  {"Q, K", "n×d_k", shape_string(n(), dk)},
+            {"V", "n×d_v", shape_string(n(), dv)},         {"S = Q·Kᵀ", "n×n", shape_string(n(), n())},
+            {"α = softmax(S')", "n×n", shape_string(n(), n())}, {"O = α·V", "n×d_v", shape_string(n(), dv)},
+        };
+        out_ << "\n" << t_.shapes_title << "\n";
+        for (const auto& r : rows) out_ << "  " << pad_right(r[0], 17) << pad_right(r[1], 13) << r[2] << "\n";
+        out_ << "  " << t_.shapes_note << "\n";
+    }
+
+    void step1() {
+        heading(t_.step1 + (" (" + shape_string(tr_.X) + ")"), t_.step1_note);
+        out_ << labelled(tr_.X);
+    }
+
+    void step2() {
+        heading(t_.step2, t_.step2_note);
+        out_ << "  " << t_.weights << ":\n";
+        const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
+        for (const auto& [name, w] : {std::pair{"W_Q", &layer.W_Q()}, {"W_K", &layer.W_K()}, {"W_V", &layer.W_V()}})
+            out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
+        const std::vector<float> column = [&] {
+            std::vector<float> c;
+            for (std::size_t p = 0; p < layer.W_Q().rows(); ++p) c.push_back(layer.W_Q()(p, 0));
+            return c;
+        }();
+        for (const auto& [name, m] : {std::pair{"Q", &tr_.Q}, {"K", &tr_.K}, {"V", &tr_.V}})
+            out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
+        out_ << "\n  " << t_.expanded << ": Q" << sub(1) << sub(1) << " = x" << sub(1) << "·W_Q[:, 1] = "
+             << products(tr_.X.row(0), column) << " = " << num(tr_.Q(0, 0)) << "\n";
+    }
+
+    void step3() {
+        heading(t_.step3 + (" (" + shape_string(tr_.S) + ")"), t_.step3_note);
+        out_ << labelled(tr_.S, true);
+        const std::size_t j = std::min<std::size_t>(1, n() - 1);
+        out_ << "\n  " << t_.expanded << ": S" << sub(1) << sub(j + 1) << " = q" << sub(1) << "·k" << sub(j + 1)
+             << " = " << products(tr_.Q.row(0), tr_.K.row(j)) << " = " << num(tr_.S(0, j)) << "\n";
+    }
+
+    void step4() {
+        heading(t_.step4 + scale_text(), t_.step4_note);
+        out_ << labelled(tr_.S_scaled, true);
+        if (!o_.attention.causal) return;
+        heading(t_.step4_mask, t_.step4_mask_note);
+        out_ << labelled(tr_.S_masked, true);
+    }
+
+    void step5() {
+        heading(t_.step5 + (" (" + shape_string(tr_.alpha) + ")"), t_.step5_note);
+        out_ << labelled(tr_.alpha, true);
+        // Under the causal mask row 1 sees only itself, so write out the last row, which sees every token.
+        const std::size_t r = o_.attention.causal ? n() - 1 : 0;
+        const auto s = (o_.attention.causal ? tr_.S_masked : tr_.S_scaled).row(r);
+        const float m = *std::max_element(s.begin(), s.end());
+        Matrix e(1, s.size());
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < s.size(); ++j) sum += e(0, j) = std::exp(s[j] - m);
+        out_ << "\n  " << t_.expanded << ": α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
+             << "    " << t_.row_max << ": m = " << num(m) << "\n"
+             << "    " << t_.exponentials << " =" << plain(e, " ")
+             << "    " << t_.row_sum << " = " << num(sum) << ";  α" << sub(r + 1) << " = e^(S' − m) / " << num(sum)
+             << " =" << plain(as_row(tr_.alpha.row(r)), " ");
+        out_ << "\n  " << t_.row_sums << ":";
+        for (std::size_t i = 0; i < n(); ++i) {
+            float row_sum = 0.0f;
+            for (float a : tr_.alpha.row(i)) row_sum += a;
+            out_ << "  " << tokens_[i] << " " << num(row_sum);
+        }
+        out_ << "\n";
+        if (color_) heat_map();
+    }
+
+    void heat_map() {
+        out_ << "\n  " << t_.heat_map << "\n";
+        std::size_t w = 0;
+        for (const auto& tok : tokens_) w = std::max(w, display_width(tok));
+        out_ << "  " << std::string(w, ' ');
+        for (const auto& tok : tokens_) out_ << " " << pad_left(tok, 8);
+        out_ << "\n";
+        for (std::size_t i = 0; i < n(); ++i) {
+            out_ << "  " << pad_right(tokens_[i], w);
+            for (float a : tr_.alpha.row(i)) {
+                const int shade = 255 - static_cast<int>(std::lround(a * 23.0f));  // 255 light … 232 dark
+                const int fg = shade > 243 ? 16 : 231;                             // black on light, white on dark
+                out_ << " \x1b[48;5;" << shade << "m\x1b[38;5;" << fg << "m" << pad_left(format_number(a, 2), 7)
+                     << " \x1b[0m";
+            }
+            out_ << "\n";
+        }
+    }
+
+    void step6() {
+        heading(t_.step6 + (" (" + shape_string(tr_.output) + ")"), t_.step6_note);
+        out_ << labelled(tr_.output);
+        out_ << "\n  " << t_.expanded << ": o" << sub(1) << " =";
+        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " +" : "") << " " << num(tr_.alpha(0, j)) << "·v" << sub(j + 1);
+        out_ << "\n";
+    }
+
+    void diagonal() {
+        out_ << "\n" << t_.diagonal << "\n";
+        for (std::size_t i = 0; i < n(); ++i) {
+            const auto r = tr_.S.row(i);
+            const std::size_t best = static_cast<std::size_t>(std::max_element(r.begin(), r.end()) - r.begin());
+            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(tr_.S(i, i));
+            if (best == i) out_ << "  " << t_.diagonal_yes << "\n";
+            else out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1)
+                      << " = " << num(tr_.S(i, best)) << ")\n";
+        }
+    }
+
+    void exercise5() {
+        heading(t_.exercise5, t_.exercise5_note);
+        const auto o = tr_.output.row(0), v = tr_.V.row(0);
+        Matrix rows(3, o.size());  // o₁, v₁, o₁ − v₁
+        float norm2 = 0.0f;
+        for (std::size_t k = 0; k < o.size(); ++k) {
+            rows(0, k) = o[k];
+            rows(1, k) = v[k];
+            rows(2, k) = o[k] - v[k];
+            norm2 += rows(2, k) * rows(2, k);
+        }
+        PrintOptions p;
+        p.precision = o_.precision;
+        const std::string o1 = std::string("o") + sub(1), v1 = std::string("v") + sub(1);
+        p.row_labels = {o1, v1, o1 + " − " + v1};
+        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1) << "‖ = " << num(std::sqrt(norm2))
+             << " (" << t_.norm << ")\n";
+    }
+
+    void summary() {
+        out_ << "\n" << t_.summary << "\n  X (" << shape_string(tr_.X) << ") → Q (" << shape_string(tr_.Q) << "), K ("
+             << shape_string(tr_.K) << "), V (" << shape_string(tr_.V) << ") → S (" << shape_string(tr_.S)
+             << ") → S' (" << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.alpha) << ") → O ("
+             << shape_string(tr_.output) << ")\n";
+    }
+};
+
+}  // namespace
+
+int run_walk(std::span<const std::string> args) {
+    const WalkOptions o = parse(args);
+    if (o.help) {
+        std::cout << text(o.lang).walk_help;
+        return 0;
+    }
+    std::cout << Walk(o, use_color(o.color)).render();
+    return 0;
+}
+
+}  // namespace attn::cli

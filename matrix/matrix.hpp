@@ -1,0 +1,74 @@
+// matrix/matrix.hpp — the one data type of the project: a dense, row-major float32 matrix.
+//
+// Element (i, j) lives at data()[i * cols() + j]; a row is cols() consecutive floats, so a row of Q
+// or K is one contiguous vector, which is exactly what a dot product q_i·k_j wants to read.
+// The storage starts on a 64-byte boundary (one cache line, and a multiple of every SIMD width) so
+// vector kernels may use aligned loads on row 0 and never split a cache line at the start.
+// This file knows nothing about attention.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <new>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// Minimal allocator that hands out memory aligned to `Alignment` bytes.
+template <class T, std::size_t Alignment>
+struct AlignedAllocator {
+    using value_type = T;
+    template <class U> struct rebind { using other = AlignedAllocator<U, Alignment>; };
+    AlignedAllocator() = default;
+    template <class U> AlignedAllocator(const AlignedAllocator<U, Alignment>&) noexcept {}
+    T* allocate(std::size_t n) {
+        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{Alignment}));
+    }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{Alignment}); }
+    friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
+};
+
+inline constexpr std::size_t matrix_alignment = 64;
+
+class Matrix {
+public:
+    Matrix() = default;
+    Matrix(std::size_t rows, std::size_t cols, float fill = 0.0f);
+    // Typed as in the lesson: Matrix X{{1.0, 0.5, -0.2, 0.8}, {0.3, -0.6, 1.2, 0.1}};
+    // every inner list must have the same length (else std::invalid_argument).
+    Matrix(std::initializer_list<std::initializer_list<float>> rows);
+
+    std::size_t rows() const { return rows_; }
+    std::size_t cols() const { return cols_; }
+    std::size_t size() const { return rows_ * cols_; }
+    bool empty() const { return size() == 0; }
+
+    float& operator()(std::size_t i, std::size_t j) { return data_[i * cols_ + j]; }
+    float operator()(std::size_t i, std::size_t j) const { return data_[i * cols_ + j]; }
+
+    std::span<float> row(std::size_t i) { return {data_.data() + i * cols_, cols_}; }
+    std::span<const float> row(std::size_t i) const { return {data_.data() + i * cols_, cols_}; }
+
+    float* data() { return data_.data(); }
+    const float* data() const { return data_.data(); }
+
+    // Give the matrix this shape. Keeps the allocation when it is already large enough, so a caller
+    // that reuses a Matrix as an output buffer pays for fresh memory only once. Contents are
+    // unspecified afterwards: every kernel that calls it overwrites all elements.
+    void reshape(std::size_t rows, std::size_t cols);
+
+private:
+    std::size_t rows_ = 0;
+    std::size_t cols_ = 0;
+    std::vector<float, AlignedAllocator<float, matrix_alignment>> data_;
+};
+
+// "3×4": how every error message and printout spells a shape.
+std::string shape_string(std::size_t rows, std::size_t cols);
+std::string shape_string(const Matrix& m);
+
+bool operator==(const Matrix& a, const Matrix& b);  // same shape and bit-identical elements
+
+}  // namespace attn

@@ -1,0 +1,116 @@
+// matrix/ops.cpp — naive reference implementations. Plain loops, no tricks: read these first.
+#include "matrix/ops.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace attn {
+
+void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B) {
+    if (A.cols() != B.rows()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
+                                    "): inner dimensions " + std::to_string(A.cols()) + " and " +
+                                    std::to_string(B.rows()) + " differ");
+    }
+}
+
+void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B) {
+    if (A.cols() != B.cols()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
+                                    ")ᵀ: rows of both must have the same length, got " +
+                                    std::to_string(A.cols()) + " and " + std::to_string(B.cols()));
+    }
+}
+
+void check_square(const char* op, const Matrix& S) {
+    if (S.rows() != S.cols()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(S) +
+                                    "): needs a square n×n score matrix");
+    }
+}
+
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C) {
+    check_matmul_shapes("matmul", A, B);
+    C.reshape(A.rows(), B.cols());
+    for (std::size_t i = 0; i < A.rows(); ++i) {
+        for (std::size_t j = 0; j < B.cols(); ++j) {
+            float sum = 0.0f;  // C_ij = row i of A · column j of B
+            for (std::size_t p = 0; p < A.cols(); ++p) sum += A(i, p) * B(p, j);
+            C(i, j) = sum;
+        }
+    }
+}
+
+Matrix matmul(const Matrix& A, const Matrix& B) {
+    Matrix C;
+    matmul_into(A, B, C);
+    return C;
+}
+
+Matrix transpose(const Matrix& A) {
+    Matrix T(A.cols(), A.rows());
+    for (std::size_t i = 0; i < A.rows(); ++i) {
+        for (std::size_t j = 0; j < A.cols(); ++j) T(j, i) = A(i, j);
+    }
+    return T;
+}
+
+void scale_in_place(Matrix& A, float c) {
+    for (std::size_t i = 0; i < A.size(); ++i) A.data()[i] *= c;
+}
+
+Matrix scale(const Matrix& A, float c) {
+    Matrix R = A;
+    scale_in_place(R, c);
+    return R;
+}
+
+// Why subtract the row maximum: e^x overflows float for x > 88.7, and scores of a few hundred are
+// easy to get (exercise 1 without scaling). Since e^(x−m) / Σ e^(x_t−m) = e^x / Σ e^(x_t) for any m,
+// subtracting m = max changes nothing mathematically, but now every exponent is ≤ 0, so every term
+// is in (0, 1], the largest is exactly 1, and the sum lies in [1, n]: no overflow, no division by 0.
+//
+// A row that is entirely −∞ has no position it may look at. Mathematically it is 0/0; literally
+// computed, −∞ − (−∞) is NaN and would poison every later step. We return all zeros instead: such a
+// query then takes nothing from V and its output row is the zero vector. (A causal mask never does
+// this, because the diagonal j = i always stays visible.)
+void softmax_rows_in_place(Matrix& S) {
+    for (std::size_t i = 0; i < S.rows(); ++i) {
+        auto x = S.row(i);
+        float m = -std::numeric_limits<float>::infinity();
+        for (float v : x) m = std::fmax(m, v);  // fmax ignores a NaN unless all are NaN
+        if (m == -std::numeric_limits<float>::infinity()) {
+            for (float& v : x) v = 0.0f;
+            continue;
+        }
+        float sum = 0.0f;
+        for (float& v : x) {
+            v = std::exp(v - m);
+            sum += v;
+        }
+        for (float& v : x) v /= sum;
+    }
+}
+
+Matrix softmax_rows(const Matrix& S) {
+    Matrix R = S;
+    softmax_rows_in_place(R);
+    return R;
+}
+
+void causal_mask_in_place(Matrix& S) {
+    check_square("causal_mask", S);
+    for (std::size_t i = 0; i < S.rows(); ++i) {
+        for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = -std::numeric_limits<float>::infinity();
+    }
+}
+
+Matrix causal_mask(const Matrix& S) {
+    Matrix R = S;
+    causal_mask_in_place(R);
+    return R;
+}
+
+}  // namespace attn

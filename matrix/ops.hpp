@@ -1,0 +1,40 @@
+// matrix/ops.hpp — the textbook operations, each the plainest loop that is correct.
+//
+// These are the reference every faster kernel in simd/ is tested against, and the code a learner
+// reads first. Each op checks its shapes and throws std::invalid_argument whose message names the op
+// and the shapes, e.g. "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ".
+//
+// Every op has two forms: `op(...)` returns a new matrix; `op_into(..., out)` writes into a matrix
+// the caller owns (reshaped as needed), so a loop that runs the op many times allocates once.
+#pragma once
+
+#include "matrix/matrix.hpp"
+
+namespace attn {
+
+// C = A·B,  (m×k)·(k×n) → (m×n),  C_ij = Σ_p A_ip·B_pj
+Matrix matmul(const Matrix& A, const Matrix& B);
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C);
+
+// Aᵀ,  (m×n) → (n×m),  (Aᵀ)_ij = A_ji
+Matrix transpose(const Matrix& A);
+
+// c·A, element by element; also in place.
+Matrix scale(const Matrix& A, float c);
+void scale_in_place(Matrix& A, float c);
+
+// Each row turned into a probability distribution: p_j = e^(x_j − max) / Σ_t e^(x_t − max).
+// A row that is entirely −∞ (every position masked) becomes all zeros; see ops.cpp for why.
+Matrix softmax_rows(const Matrix& S);
+void softmax_rows_in_place(Matrix& S);
+
+// Causal mask on a square score matrix: S_ij = −∞ wherever j > i (position i may not see the future).
+Matrix causal_mask(const Matrix& S);
+void causal_mask_in_place(Matrix& S);
+
+// The shape checks, shared with the fast kernels in simd/ so every backend words its errors alike.
+void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B);             // A·B
+void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B);  // A·Bᵀ
+void check_square(const char* op, const Matrix& S);
+
+}  // namespace attn
