@@ -1,1 +1,173 @@
+// `attn` as a learner runs it: the walkthrough's numbers, languages, colour, and exit codes.
 #include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "attention/attention.hpp"
+#include "attention/worked_example.hpp"
+#include "matrix/print.hpp"
+#include "run_attn.hpp"
+
+using Catch::Contains;
+
+namespace {
+
+// The numbers of the bracketed matrix printed after the first line containing `heading`.
+std::vector<std::vector<float>> matrix_after(const std::string& text, const std::string& heading) {
+    std::istringstream in(text.substr(text.find(heading)));
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::vector<float>> rows;
+    bool started = false;
+    while (std::getline(in, line)) {
+        const auto open = line.find('['), close = line.find(']');
+        if (open == std::string::npos || close == std::string::npos) {
+            if (started) break;
+            continue;
+        }
+        started = true;
+        std::istringstream cells(line.substr(open + 1, close - open - 1));
+        std::vector<float> row;
+        for (std::string cell; cells >> cell;) row.push_back(cell == "-inf" ? -INFINITY : std::stof(cell));
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+void check_matches(const std::vector<std::vector<float>>& printed, const attn::Matrix& want, double tolerance) {
+    REQUIRE(printed.size() == want.rows());
+    for (std::size_t i = 0; i < want.rows(); ++i) {
+        REQUIRE(printed[i].size() == want.cols());
+        for (std::size_t j = 0; j < want.cols(); ++j) CHECK(printed[i][j] == Approx(want(i, j)).margin(tolerance));
+    }
+}
+
+attn::AttentionResult library_result(const attn::AttentionOptions& o, attn::AttentionTrace* tr = nullptr) {
+    const attn::SingleHeadAttention layer(attn::worked_example::W_Q(), attn::worked_example::W_K(),
+                                          attn::worked_example::W_V());
+    return layer.forward(attn::worked_example::X(), o, tr);
+}
+
+}  // namespace
+
+TEST_CASE("attn walk prints the worked example's numbers", "[cli][walk]") {
+    const RunResult r = run_attn("walk");
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    attn::AttentionTrace tr;
+    const auto want = library_result({}, &tr);
+    check_matches(matrix_after(r.out, "Step 1"), attn::worked_example::X(), 5e-5);
+    check_matches(matrix_after(r.out, "  Q ("), tr.Q, 5e-5);
+    check_matches(matrix_after(r.out, "Step 3"), tr.S, 5e-5);
+    check_matches(matrix_after(r.out, "Step 4"), tr.S_scaled, 5e-5);
+    check_matches(matrix_after(r.out, "Step 5"), want.weights, 5e-5);
+    check_matches(matrix_after(r.out, "Step 6"), want.output, 5e-5);
+    // The lesson's PyTorch figures, as printed to 4 decimals.
+    CHECK(matrix_after(r.out, "Step 5")[0] == std::vector<float>{0.4838f, 0.2844f, 0.2317f});
+    CHECK(matrix_after(r.out, "Step 6")[0] == std::vector<float>{0.7502f, 0.2610f, 0.5630f});
+    CHECK_THAT(r.out, Contains("S₁₂ = q₁·k₂ = 1.31×(-0.31) + (-0.12)×0.25 + 1.17×0.96 = 0.6871"));
+    CHECK_THAT(r.out, Contains("sum = 2.0668"));
+    CHECK_THAT(r.out, Contains("‖o₁ − v₁‖ = 0.9338"));
+    CHECK_THAT(r.out, Contains("S₂₂ = 1.2631  no, the row's largest score is with 地毯 mat"));
+    CHECK_THAT(r.out, Contains("X (3×4) → Q (3×3), K (3×3), V (3×3) → S (3×3)"));
+}
+
+TEST_CASE("attn walk --causal --scale dk --lang zh", "[cli][walk]") {
+    const RunResult r = run_attn("walk --causal --scale dk --lang zh");
+    REQUIRE(r.status == 0);
+    attn::AttentionTrace tr;
+    const auto want = library_result({.causal = true, .scale = attn::Scale::dk}, &tr);
+    CHECK_THAT(r.out, Contains("第 3 步") && Contains("因果掩码") && Contains("S ÷ d_k = S ÷ 3"));
+    check_matches(matrix_after(r.out, "第 4½ 步"), tr.S_masked, 5e-5);
+    const auto alpha = matrix_after(r.out, "第 5 步");
+    check_matches(alpha, want.weights, 5e-5);
+    CHECK(alpha[0][1] == 0.0f);
+    CHECK(alpha[0][2] == 0.0f);
+    CHECK(alpha[1][2] == 0.0f);
+    check_matches(matrix_after(r.out, "第 6 步"), want.output, 5e-5);
+}
+
+TEST_CASE("attn walk --scale none and --precision", "[cli][walk]") {
+    const RunResult r = run_attn("walk --scale none --precision 6");
+    REQUIRE(r.status == 0);
+    const auto want = library_result({.scale = attn::Scale::none});
+    check_matches(matrix_after(r.out, "Step 5"), want.weights, 5e-7);
+    CHECK_THAT(r.out, Contains("S ÷ 1"));
+}
+
+TEST_CASE("the language follows LANG unless --lang is given", "[cli][walk]") {
+    CHECK_THAT(run_attn("walk", "LANG=zh_CN.UTF-8").out, Contains("第 6 步"));
+    CHECK_THAT(run_attn("walk --lang en", "LANG=zh_CN.UTF-8").out, Contains("Step 6"));
+    CHECK_THAT(run_attn("walk", "LANG=de_DE.UTF-8").out, Contains("Step 6"));
+}
+
+TEST_CASE("matrices with CJK row labels line up column for column", "[cli][walk]") {
+    const std::string out = run_attn("walk --lang zh").out;
+    const std::string block = out.substr(out.find("第 5 步"));
+    std::istringstream in(block);
+    std::vector<std::size_t> widths, bracket_columns;
+    for (std::string line; std::getline(in, line);) {
+        const auto open = line.find('[');
+        if (open == std::string::npos || line.find(']') == std::string::npos) {
+            if (!widths.empty()) break;
+            continue;
+        }
+        widths.push_back(attn::display_width(line));
+        bracket_columns.push_back(attn::display_width(line.substr(0, open)));
+    }
+    REQUIRE(widths.size() == 3);
+    CHECK(widths[1] == widths[0]);
+    CHECK(widths[2] == widths[0]);
+    CHECK(bracket_columns[1] == bracket_columns[0]);
+    CHECK(bracket_columns[2] == bracket_columns[0]);
+}
+
+TEST_CASE("colour: never when piped or with NO_COLOR, always on request, on a terminal by default", "[cli][color]") {
+    const std::string esc = "\x1b[";
+    CHECK_THAT(run_attn("walk").out, !Contains(esc));
+    CHECK_THAT(run_attn("walk --color always").out, Contains(esc) && Contains("heat map"));
+    CHECK_THAT(run_attn("walk --color never").out, !Contains(esc));
+    // `script` gives the program a pseudo-terminal as stdout, as a learner's terminal would.
+    const std::string tty = "script -qec \"'" + attn_exe() + "' walk\" /dev/null";
+    const auto on_tty = [&](const std::string& env) {
+        const std::string cmd = "env LANG=C.UTF-8 " + env + " " + tty;
+        FILE* p = popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[4096];
+        for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, got);
+        pclose(p);
+        return out;
+    };
+    CHECK_THAT(on_tty(""), Contains(esc));
+    CHECK_THAT(on_tty("NO_COLOR=1"), !Contains(esc) && Contains("Step 6"));
+}
+
+TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]") {
+    const auto check_error = [](const std::string& args, const std::string& message) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Contains("attn: error: ") && Contains(message));
+    };
+    check_error("walk --bogus", "unknown option '--bogus'");
+    check_error("walk --scale cube", "--scale must be sqrt, dk or none, got 'cube'");
+    check_error("walk --scale", "--scale needs a value");
+    check_error("walk --lang fr", "--lang must be en or zh");
+    check_error("walk --precision 12", "--precision must be a whole number from 0 to 8");
+    check_error("walk --color sometimes", "--color must be auto, always or never");
+    check_error("frobnicate", "unknown command 'frobnicate'");
+    const RunResult bare = run_attn("");
+    CHECK(bare.status == 2);
+    CHECK_THAT(bare.err, Contains("Usage: attn"));
+}
+
+TEST_CASE("help lists the subcommands and the walk options", "[cli]") {
+    const RunResult top = run_attn("--help");
+    CHECK(top.status == 0);
+    CHECK_THAT(top.out, Contains("walk"));
+    const RunResult walk = run_attn("walk --help");
+    CHECK(walk.status == 0);
+    CHECK_THAT(walk.out, Contains("--causal") && Contains("--scale sqrt|dk|none") && Contains("--precision"));
+    CHECK_THAT(run_attn("walk --help --lang zh").out, Contains("用法"));
+}

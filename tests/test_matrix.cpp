@@ -1,1 +1,92 @@
+// Matrix storage, shapes and the text printer.
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "matrix/matrix.hpp"
+#include "matrix/print.hpp"
+
+using attn::Matrix;
+
+TEST_CASE("Matrix from nested lists is row-major with the lesson's shape", "[matrix]") {
+    const Matrix X{{1.0f, 0.5f, -0.2f, 0.8f}, {0.3f, -0.6f, 1.2f, 0.1f}, {0.7f, 0.9f, 0.4f, -0.5f}};
+    CHECK(X.rows() == 3);
+    CHECK(X.cols() == 4);
+    CHECK(X(1, 2) == 1.2f);
+    CHECK(X.data()[1 * 4 + 2] == 1.2f);  // element (i, j) at i·cols + j
+    CHECK(X.row(2)[3] == -0.5f);
+    CHECK(X.row(2).size() == 4);
+    CHECK(attn::shape_string(X) == "3×4");
+}
+
+TEST_CASE("Matrix storage is 64-byte aligned, also after reshape", "[matrix]") {
+    Matrix m(5, 7, 2.0f);
+    CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
+    CHECK(m(4, 6) == 2.0f);
+    m.reshape(100, 33);
+    CHECK(m.rows() == 100);
+    CHECK(m.cols() == 33);
+    CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
+}
+
+TEST_CASE("reshape to a smaller shape keeps the allocation", "[matrix]") {
+    Matrix m(64, 64);
+    const float* before = m.data();
+    m.reshape(8, 8);
+    CHECK(m.data() == before);
+    CHECK(m.size() == 64);
+}
+
+TEST_CASE("ragged nested lists are rejected with the row that differs", "[matrix][errors]") {
+    CHECK_THROWS_WITH((Matrix{{1.0f, 2.0f}, {3.0f}}), Catch::Contains("row 2 has 1 values, row 1 has 2"));
+}
+
+TEST_CASE("empty and 0-row matrices are valid", "[matrix]") {
+    const Matrix none;
+    CHECK(none.empty());
+    const Matrix zero_rows(0, 5);
+    CHECK(zero_rows.rows() == 0);
+    CHECK(zero_rows.cols() == 5);
+    CHECK(zero_rows.size() == 0);
+    CHECK(attn::format_matrix(zero_rows).empty());
+}
+
+TEST_CASE("equality is shape plus bit-identical elements", "[matrix]") {
+    CHECK(Matrix{{1.0f, 2.0f}} == Matrix{{1.0f, 2.0f}});
+    CHECK_FALSE(Matrix{{1.0f, 2.0f}} == Matrix{{1.0f}, {2.0f}});
+    CHECK_FALSE(Matrix{{0.0f}} == Matrix{{-0.0f}});
+}
+
+TEST_CASE("display width counts CJK as two columns and escapes as none", "[print]") {
+    CHECK(attn::display_width("cat") == 3);
+    CHECK(attn::display_width("猫") == 2);
+    CHECK(attn::display_width("地毯 mat") == 8);
+    CHECK(attn::display_width("α₁") == 2);
+    CHECK(attn::display_width("\x1b[48;5;240mab\x1b[0m") == 2);
+    CHECK(attn::pad_right("猫", 4) == "猫  ");
+    CHECK(attn::pad_left("坐", 3) == " 坐");
+}
+
+TEST_CASE("numbers print with fixed precision, infinities by name, no negative zero", "[print]") {
+    CHECK(attn::format_number(1.31f, 4) == "1.3100");
+    CHECK(attn::format_number(-0.31f, 2) == "-0.31");
+    CHECK(attn::format_number(-0.00001f, 3) == "0.000");
+    CHECK(attn::format_number(-std::numeric_limits<float>::infinity(), 4) == "-inf");
+}
+
+TEST_CASE("printed rows line up when labels mix CJK and ASCII", "[print]") {
+    attn::PrintOptions p;
+    p.precision = 2;
+    p.row_labels = {"猫", "地毯", "x"};
+    p.col_labels = {"a", "b"};
+    const std::string text = attn::format_matrix(Matrix{{1.0f, -2.0f}, {10.5f, 0.0f}, {3.0f, 4.0f}}, p);
+    std::vector<std::size_t> widths;
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+        widths.push_back(attn::display_width(text.substr(start, end - start)));
+    REQUIRE(widths.size() == 4);
+    CHECK(widths[0] + 2 == widths[1]);  // the header has no closing " ]"
+    CHECK(widths[2] == widths[1]);
+    CHECK(widths[3] == widths[1]);
+    CHECK(text.find("地毯 [ 10.50  0.00 ]") != std::string::npos);
+}
