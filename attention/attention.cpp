@@ -47,12 +47,12 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
     const float c = scale_factor(options.scale, Q.cols());
     Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
 
-    // [step 3] S = Q·Kᵀ            (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
-    kernels::matmul_transposed(Q, K, S, b);
-    if (trace) trace->S = S;
-
-    // [step 4] S' = S·c, c = 1/√d_k     (n×m) → (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
-    kernels::scale(S, c, b);
+    // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
+    // [step 4] S' = S·c, c = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
+    // One call does both: the naive kernel multiplies then scales, the fast ones scale each S_ij
+    // as it leaves the registers, which saves a whole pass over the n×m matrix.
+    kernels::scaled_scores(Q, K, c, S, b);
+    if (trace) kernels::scaled_scores(Q, K, 1.0f, trace->S, b);  // unscaled S, for the walkthrough only
     if (trace) trace->S_scaled = S;
 
     // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
@@ -127,6 +127,8 @@ std::string to_string(Scale scale) {
 std::string to_string(Backend backend) {
     switch (backend) {
         case Backend::naive: return "naive";
+        case Backend::simd: return "simd";
+        case Backend::parallel: return "parallel";
     }
     return "?";
 }

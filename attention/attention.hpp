@@ -23,7 +23,9 @@ enum class Scale {
 
 // Which kernels compute each step. The formulas are the same; only the loops differ.
 enum class Backend {
-    naive,  // matrix/ops.cpp: the textbook loops
+    naive,     // matrix/ops.cpp: the textbook loops
+    simd,      // simd/: xsimd-vectorised, cache-blocked kernels on one thread
+    parallel,  // the same simd kernels with output rows split over OpenMP threads
 };
 
 struct AttentionOptions {
@@ -78,6 +80,6 @@ private:
 };
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
-std::string to_string(Backend backend);  // "naive", ...
+std::string to_string(Backend backend);  // "naive", "simd", "parallel"
 
 }  // namespace attn

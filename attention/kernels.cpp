@@ -1,38 +1,40 @@
 #include "attention/kernels.hpp"
 
 #include "matrix/ops.hpp"
+#include "simd/simd.hpp"
 
 namespace attn::kernels {
 
+namespace {
+
+simd::Threads threads_of(Backend backend) {
+    return backend == Backend::parallel ? simd::Threads::all : simd::Threads::one;
+}
+
+}  // namespace
+
 void matmul(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
-    switch (backend) {
-        case Backend::naive: return matmul_into(A, B, C);
-    }
+    if (backend == Backend::naive) return matmul_into(A, B, C);
+    simd::matmul(A, B, C, threads_of(backend));
 }
 
-// The naive path does literally what the formula says: build Kᵀ, then multiply.
-void matmul_transposed(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
-    switch (backend) {
-        case Backend::naive: check_matmul_transposed_shapes("matmul_transposed", A, B); return matmul_into(A, transpose(B), C);
+void scaled_scores(const Matrix& Q, const Matrix& K, float c, Matrix& S, Backend backend) {
+    if (backend == Backend::naive) {  // the formula as written: build Kᵀ, multiply, then scale
+        check_matmul_transposed_shapes("matmul_transposed", Q, K);
+        matmul_into(Q, transpose(K), S);
+        return scale_in_place(S, c);
     }
-}
-
-void scale(Matrix& S, float c, Backend backend) {
-    switch (backend) {
-        case Backend::naive: return scale_in_place(S, c);
-    }
+    simd::matmul_transposed(Q, K, c, S, threads_of(backend));  // rows of K read directly, c fused
 }
 
 void causal_mask(Matrix& S, Backend backend) {
-    switch (backend) {
-        case Backend::naive: return causal_mask_in_place(S);
-    }
+    if (backend == Backend::naive) return causal_mask_in_place(S);
+    simd::causal_mask(S, threads_of(backend));
 }
 
 void softmax_rows(Matrix& S, Backend backend) {
-    switch (backend) {
-        case Backend::naive: return softmax_rows_in_place(S);
-    }
+    if (backend == Backend::naive) return softmax_rows_in_place(S);
+    simd::softmax_rows(S, threads_of(backend));
 }
 
 }  // namespace attn::kernels

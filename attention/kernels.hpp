@@ -8,8 +8,7 @@
 namespace attn::kernels {
 
 void matmul(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);             // C = A·B
-void matmul_transposed(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·Bᵀ
-void scale(Matrix& S, float c, Backend backend);                                       // S ← c·S
+void scaled_scores(const Matrix& Q, const Matrix& K, float c, Matrix& S, Backend backend);  // S = c·Q·Kᵀ
 void causal_mask(Matrix& S, Backend backend);                                          // S_ij ← −∞, j > i
 void softmax_rows(Matrix& S, Backend backend);                                         // row-wise softmax
 

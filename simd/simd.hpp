@@ -1,0 +1,45 @@
+// simd/simd.hpp — the fast kernels: the same formulas as matrix/ops.hpp, computed with xsimd batches,
+// cache blocking and, on request, OpenMP threads. Knows matrices, not attention and not the CLI.
+//
+// Every kernel is deterministic: each output element is computed by exactly one thread, in an order
+// that does not depend on how rows are split, so results are bit-for-bit identical for any number
+// of threads.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "matrix/matrix.hpp"
+
+namespace attn::simd {
+
+enum class Threads {
+    one,  // the calling thread only
+    all,  // an OpenMP team (OMP_NUM_THREADS, default: every core), output rows split between them
+};
+
+// C = A·B                 (m×k)·(k×n) → (m×n)
+void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads);
+
+// C = alpha·(A·Bᵀ)        (m×k)·(n×k)ᵀ → (m×n);  C_ij = alpha·(a_i·b_j), rows of A against rows of B.
+// With A = Q, B = K and alpha = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
+void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C, Threads threads);
+
+// S_ij ← −∞ for j > i (S square).
+void causal_mask(Matrix& S, Threads threads);
+
+// Row-wise softmax in place, with the same −∞ conventions as the naive op (an all −∞ row → zeros).
+void softmax_rows(Matrix& S, Threads threads);
+
+// Building blocks, exposed for tests and benchmarks. All take any length (vector body + tail).
+float dot(const float* a, const float* b, std::size_t n);           // Σ a_k·b_k
+void axpy(float alpha, const float* x, float* y, std::size_t n);    // y ← y + alpha·x
+float exp_and_sum(std::span<float> x, float shift);                 // x_k ← e^(x_k − shift); returns Σ x_k
+
+// What this build runs on: xsimd's instruction set ("fma3+avx2"), floats per batch, OpenMP threads.
+std::string instruction_set();
+std::size_t batch_width();
+int max_threads();
+
+}  // namespace attn::simd
