@@ -7,6 +7,7 @@
 
 #include "cli/args.hpp"
 #include "cli/walk.hpp"
+#include "simd/simd.hpp"
 
 namespace {
 
@@ -19,7 +20,7 @@ Commands:
 
 Options:
   -h, --help  this text (and `attn <command> --help` for a command's options)
-  --version   version
+  --version   version, the instruction set the kernels were compiled for, OpenMP threads
 )";
 
 int run(const std::vector<std::string>& args) {
@@ -34,7 +35,10 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (command == "--version") {
-        std::cout << "attn 0.1.0\n";
+        std::cout << "attn 0.1.0\n"
+                  << "simd: " << attn::simd::instruction_set() << ", " << attn::simd::batch_width()
+                  << " floats per batch\n"
+                  << "openmp: " << attn::simd::max_threads() << " threads\n";
         return 0;
     }
     if (command == "walk") return attn::cli::run_walk(rest);

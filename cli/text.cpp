@@ -61,6 +61,8 @@ Options:
   --lang en|zh           language (default: from LANG)
   --causal               apply the causal mask (exercise 4)
   --scale sqrt|dk|none   divide the scores by √d_k (default), by d_k, or not at all (exercise 1)
+  --backend naive|simd|parallel
+                         which kernels compute each step (default naive: the textbook loops)
   --precision N          digits after the decimal point, 0 to 8 (default 4)
   --color auto|always|never
                          heat map colours (default auto: only on a terminal, never with NO_COLOR)
@@ -113,6 +115,8 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
   --lang en|zh           语言（默认取自 LANG）
   --causal               使用因果掩码（练习 4）
   --scale sqrt|dk|none   分数除以 √d_k（默认）、除以 d_k，或不缩放（练习 1）
+  --backend naive|simd|parallel
+                         计算每一步所用的内核（默认 naive：教科书式循环）
   --precision N          小数位数，0 到 8（默认 4）
   --color auto|always|never
                          热力图颜色（默认 auto：仅在终端中显示，设置 NO_COLOR 时不显示）

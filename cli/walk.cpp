@@ -33,6 +33,12 @@ struct WalkOptions {
     bool help = false;
 };
 
+Backend parse_backend(const std::string& v) {
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
+        if (v == to_string(b)) return b;
+    throw UsageError("walk: --backend must be naive, simd or parallel, got '" + v + "'");
+}
+
 WalkOptions parse(std::span<const std::string> args) {
     WalkOptions o;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -49,6 +55,8 @@ WalkOptions parse(std::span<const std::string> args) {
             else if (v == "dk") o.attention.scale = Scale::dk;
             else if (v == "none") o.attention.scale = Scale::none;
             else throw UsageError("walk: --scale must be sqrt, dk or none, got '" + v + "'");
+        } else if (option_value(args, i, "--backend", v)) {
+            o.attention.backend = parse_backend(v);
         } else if (option_value(args, i, "--precision", v)) {
             if (v.size() != 1 || v[0] < '0' || v[0] > '8')
                 throw UsageError("walk: --precision must be a whole number from 0 to 8, got '" + v + "'");
@@ -170,7 +178,8 @@ private:
         for (std::size_t i = 0; i < n(); ++i) out_ << (i ? ", " : "") << tokens_[i];
         out_ << "]\n  " << t_.settings << ": n = " << n() << ", d_model = " << tr_.X.cols()
              << ", d_k = " << tr_.Q.cols() << ", d_v = " << tr_.V.cols() << ", S" << scale_text() << ", "
-             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << "\n";
+             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << ", backend " << to_string(o_.attention.backend)
+             << "\n";
     }
 
     void shapes() {

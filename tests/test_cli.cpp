@@ -162,6 +162,27 @@ TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]")
     CHECK_THAT(bare.err, Contains("Usage: attn"));
 }
 
+TEST_CASE("attn walk --backend simd and parallel print the same numbers as naive", "[cli][walk]") {
+    const auto want = library_result({});
+    for (const std::string backend : {"simd", "parallel"}) {
+        const RunResult r = run_attn("walk --backend " + backend);
+        REQUIRE(r.status == 0);
+        CHECK_THAT(r.out, Contains("backend " + backend));
+        check_matches(matrix_after(r.out, "Step 5"), want.weights, 5e-5);
+        check_matches(matrix_after(r.out, "Step 6"), want.output, 5e-5);
+    }
+    const RunResult bad = run_attn("walk --backend gpu");
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Contains("--backend must be naive, simd or parallel, got 'gpu'"));
+}
+
+TEST_CASE("attn --version names the instruction set, batch width and threads", "[cli]") {
+    const RunResult r = run_attn("--version", "OMP_NUM_THREADS=3");
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Contains("attn 0.1.0") && Contains("simd: ") && Contains("floats per batch") &&
+                          Contains("openmp: 3 threads"));
+}
+
 TEST_CASE("help lists the subcommands and the walk options", "[cli]") {
     const RunResult top = run_attn("--help");
     CHECK(top.status == 0);

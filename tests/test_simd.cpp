@@ -1,0 +1,250 @@
+// The fast kernels against the naive ones: every tail size, large sizes, masks, extreme scores,
+// bit-for-bit determinism across thread counts, and the same shape errors.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+
+#include "attention/attention.hpp"
+#include "matrix/ops.hpp"
+#include "random.hpp"
+#include "simd/simd.hpp"
+
+using attn::Backend;
+using attn::Matrix;
+using attn::simd::Threads;
+
+namespace {
+
+// |got − want| ≤ 1e-5·|want| + floor, element by element; reports the first mismatch only.
+void check_close(const Matrix& got, const Matrix& want, float floor = 1e-5f) {
+    REQUIRE(got.rows() == want.rows());
+    REQUIRE(got.cols() == want.cols());
+    for (std::size_t i = 0; i < got.rows(); ++i) {
+        for (std::size_t j = 0; j < got.cols(); ++j) {
+            const float g = got(i, j), w = want(i, j);
+            if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + floor) && !(g == w)) {
+                FAIL_CHECK("element (" << i << ", " << j << "): got " << g << ", want " << w);
+                return;
+            }
+        }
+    }
+    SUCCEED();
+}
+
+Matrix simd_matmul(const Matrix& A, const Matrix& B, Threads t) {
+    Matrix C;
+    attn::simd::matmul(A, B, C, t);
+    return C;
+}
+
+Matrix simd_matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Threads t) {
+    Matrix C;
+    attn::simd::matmul_transposed(A, B, alpha, C, t);
+    return C;
+}
+
+// Runs f with OpenMP teams of `threads` threads, then restores the default.
+template <class F>
+auto with_threads(int threads, F f) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    auto result = f();
+    omp_set_num_threads(before);
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("simd dot and axpy equal the plain loops for every length 0 to 70", "[simd][vector]") {
+    std::mt19937 rng(1);
+    for (std::size_t n = 0; n <= 70; ++n) {
+        const Matrix a = random_matrix(1, n, rng), b = random_matrix(1, n, rng);
+        double want = 0.0;
+        for (std::size_t k = 0; k < n; ++k) want += double(a(0, k)) * b(0, k);
+        INFO("n = " << n);
+        CHECK(attn::simd::dot(a.data(), b.data(), n) == Approx(want).epsilon(1e-5).margin(1e-5));
+        Matrix y = b;
+        attn::simd::axpy(0.5f, a.data(), y.data(), n);
+        for (std::size_t k = 0; k < n; ++k) CHECK(y(0, k) == std::fma(0.5f, a(0, k), b(0, k)));
+    }
+}
+
+TEST_CASE("vectorised exp is within 2e-7 relative of exp over [-87, 0]", "[simd][softmax]") {
+    // The softmax only ever exponentiates x − max ≤ 0; below −87.3 results are denormal and then 0.
+    const std::size_t n = 100003;  // odd, so the tail is exercised too
+    Matrix x(1, n);
+    for (std::size_t k = 0; k < n; ++k) x(0, k) = -87.0f * float(k) / float(n - 1);
+    const Matrix input = x;
+    const float sum = attn::simd::exp_and_sum(x.row(0), 0.0f);
+    double want_sum = 0.0, worst = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const double want = std::exp(double(input(0, k)));
+        want_sum += want;
+        worst = std::max(worst, std::fabs(x(0, k) - want) / want);
+    }
+    INFO("worst relative error " << worst);
+    CHECK(worst <= 2e-7);
+    CHECK(sum == Approx(want_sum).epsilon(1e-5));
+    // the shift is subtracted first: e^(x − shift)
+    Matrix y{{3.0f, 2.0f, 1.0f}};
+    attn::simd::exp_and_sum(y.row(0), 3.0f);
+    CHECK(y(0, 0) == 1.0f);
+    CHECK(y(0, 2) == Approx(std::exp(-2.0)).epsilon(2e-7));
+}
+
+TEST_CASE("simd matmul equals naive for every size 1 to 70 in each dimension", "[simd][matmul]") {
+    std::mt19937 rng(2);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    for (std::size_t s = 1; s <= 70; ++s) {
+        for (const auto [m, k, n] : {std::array<std::size_t, 3>{s, 37, 45}, {29, s, 45}, {29, 37, s}, {s, s, s}}) {
+            INFO("m=" << m << " k=" << k << " n=" << n);
+            const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng);
+            check_close(simd_matmul(A, B, t), attn::matmul(A, B));
+        }
+    }
+}
+
+TEST_CASE("simd matmul_transposed equals naive A·Bᵀ·alpha for every size 1 to 70", "[simd][matmul]") {
+    std::mt19937 rng(3);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    for (std::size_t s = 1; s <= 70; ++s) {
+        for (const auto [m, k, n] : {std::array<std::size_t, 3>{s, 37, 45}, {29, s, 45}, {29, 37, s}, {s, s, s}}) {
+            INFO("m=" << m << " k=" << k << " n=" << n);
+            const Matrix A = random_matrix(m, k, rng), B = random_matrix(n, k, rng);
+            const float alpha = 1.0f / std::sqrt(float(k));
+            check_close(simd_matmul_transposed(A, B, alpha, t), attn::scale(attn::matmul(A, attn::transpose(B)), alpha));
+        }
+    }
+}
+
+TEST_CASE("simd products across every cache-block boundary", "[simd][matmul][large]") {
+    // k > 256 crosses a depth block (partial sums stored and reloaded), m > 72 a row block,
+    // n > 2048 a column block.
+    std::mt19937 rng(4);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    for (const auto [m, k, n] : {std::array<std::size_t, 3>{150, 600, 97}, {7, 3, 2100}, {300, 64, 300}}) {
+        INFO("m=" << m << " k=" << k << " n=" << n);
+        const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng), Bt = attn::transpose(B);
+        const Matrix want = attn::matmul(A, B);
+        check_close(simd_matmul(A, B, t), want, 1e-4f);
+        check_close(simd_matmul_transposed(A, Bt, 1.0f, t), want, 1e-4f);
+    }
+}
+
+TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±1e4 scores",
+          "[simd][softmax]") {
+    std::mt19937 rng(5);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    const float range = GENERATE(1.0f, 30.0f, 1e4f);
+    for (std::size_t n = 1; n <= 70; ++n) {
+        INFO("n = " << n << ", scores in ±" << range);
+        Matrix S = random_matrix(n, n, rng, -range, range);
+        Matrix fast = S;
+        attn::simd::causal_mask(fast, t);
+        CHECK(fast == attn::causal_mask(S));
+        attn::simd::softmax_rows(fast, t);
+        check_close(fast, attn::softmax_rows(attn::causal_mask(S)), 1e-6f);
+        for (std::size_t k = 0; k < fast.size(); ++k) REQUIRE(std::isfinite(fast.data()[k]));
+    }
+}
+
+TEST_CASE("simd softmax turns an all -inf row into zeros", "[simd][softmax][edge]") {
+    const float inf = INFINITY;
+    Matrix S{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}};
+    attn::simd::softmax_rows(S, Threads::one);
+    CHECK(S == attn::softmax_rows(Matrix{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}}));
+    CHECK(S(0, 4) == 0.0f);
+    CHECK(S(1, 2) == 0.0f);
+    CHECK(S(1, 0) == 0.125f);
+}
+
+TEST_CASE("attention core: simd and parallel equal naive, causal or not, over all tails", "[simd][attention]") {
+    std::mt19937 rng(6);
+    const Backend backend = GENERATE(Backend::simd, Backend::parallel);
+    const bool causal = GENERATE(false, true);
+    for (std::size_t n = 1; n <= 70; ++n) {
+        const std::size_t d_k = 1 + (n * 7) % 70, d_v = 1 + (n * 13) % 70;
+        INFO(attn::to_string(backend) << (causal ? " causal" : "") << " n=" << n << " d_k=" << d_k << " d_v=" << d_v);
+        const Matrix Q = random_matrix(n, d_k, rng), K = random_matrix(n, d_k, rng), V = random_matrix(n, d_v, rng);
+        const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal});
+        const auto got = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = backend});
+        check_close(got.weights, want.weights, 1e-6f);
+        check_close(got.output, want.output);
+    }
+}
+
+TEST_CASE("attention core at a large size and with scores up to ±1e4", "[simd][attention][large]") {
+    std::mt19937 rng(7);
+    const Backend backend = GENERATE(Backend::simd, Backend::parallel);
+    const bool causal = GENERATE(false, true);
+    const std::size_t n = 517, d = 64;
+    const float spread = GENERATE(1.0f, 85.0f);  // with ±85 entries, scores ÷√64 reach about ±1e4
+    const Matrix Q = random_matrix(n, d, rng, -spread, spread), K = random_matrix(n, d, rng, -spread, spread);
+    const Matrix V = random_matrix(n, d, rng);
+    const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal});
+    const auto got = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = backend});
+    // A float score of size |s| is only known to within ulp(|s|) (≈ 1e-3 at 1e4), and two correct
+    // kernels round differently (FMA or not, another summation order). e^Δ then moves the weights by
+    // about Δ, so the allowed difference is a few ulps of the largest score, and 1e-5 where that is
+    // smaller (the ±1 case).
+    const Matrix S = attn::scale(attn::matmul(Q, attn::transpose(K)), 0.125f);
+    float largest = 0.0f;
+    for (std::size_t k = 0; k < S.size(); ++k) largest = std::max(largest, std::fabs(S.data()[k]));
+    const float score_ulp = std::nextafter(largest, INFINITY) - largest;
+    INFO("largest |score| " << largest << ", its ulp " << score_ulp);
+    check_close(got.weights, want.weights, std::max(1e-6f, 4 * score_ulp));
+    check_close(got.output, want.output, std::max(1e-5f, 4 * score_ulp));
+    for (std::size_t k = 0; k < got.output.size(); ++k) REQUIRE(std::isfinite(got.output.data()[k]));
+}
+
+TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "[simd][parallel]") {
+    std::mt19937 rng(8);
+    const Matrix A = random_matrix(203, 300, rng), B = random_matrix(300, 77, rng), Bt = random_matrix(190, 300, rng);
+    const Matrix Q = random_matrix(333, 40, rng), K = random_matrix(333, 40, rng), V = random_matrix(333, 24, rng);
+    const auto run_all = [&] {
+        Matrix S = random_matrix(150, 150, rng, -5, 5);
+        attn::simd::softmax_rows(S, Threads::all);
+        return std::make_tuple(simd_matmul(A, B, Threads::all), simd_matmul_transposed(A, Bt, 0.3f, Threads::all),
+                               attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = Backend::parallel}).output,
+                               S);
+    };
+    const auto serial = with_threads(1, [&] { rng.seed(9); return run_all(); });
+    for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        const auto parallel = with_threads(threads, [&] { rng.seed(9); return run_all(); });
+        CHECK(std::get<0>(parallel) == std::get<0>(serial));
+        CHECK(std::get<1>(parallel) == std::get<1>(serial));
+        CHECK(std::get<2>(parallel) == std::get<2>(serial));
+        CHECK(std::get<3>(parallel) == std::get<3>(serial));
+    }
+    // and the one-thread backend agrees with the parallel one exactly
+    CHECK(simd_matmul(A, B, Threads::one) == std::get<0>(serial));
+}
+
+TEST_CASE("simd kernels refuse bad shapes with the same messages as the naive ops", "[simd][errors]") {
+    Matrix C;
+    CHECK_THROWS_WITH(attn::simd::matmul(Matrix(3, 4), Matrix(3, 3), C, Threads::one),
+                      "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ");
+    CHECK_THROWS_WITH(attn::simd::matmul_transposed(Matrix(3, 4), Matrix(5, 3), 1.0f, C, Threads::all),
+                      Catch::Contains("matmul_transposed: (3×4)·(5×3)ᵀ"));
+    Matrix S(2, 3);
+    CHECK_THROWS_WITH(attn::simd::causal_mask(S, Threads::one), "causal_mask: (2×3): needs a square n×n score matrix");
+    CHECK_THROWS_AS(attn::scaled_dot_product_attention(Matrix(3, 3), Matrix(3, 2), Matrix(3, 3), {.backend = Backend::parallel}),
+                    std::invalid_argument);
+}
+
+TEST_CASE("simd products of empty shapes", "[simd][edge]") {
+    CHECK(simd_matmul(Matrix(0, 5), Matrix(5, 3), Threads::all).rows() == 0);
+    CHECK(simd_matmul(Matrix(2, 0), Matrix(0, 3), Threads::one) == Matrix(2, 3, 0.0f));
+    CHECK(simd_matmul_transposed(Matrix(4, 3), Matrix(0, 3), 1.0f, Threads::one).cols() == 0);
+}
+
+TEST_CASE("the build reports its instruction set, batch width and thread count", "[simd]") {
+    CHECK_FALSE(attn::simd::instruction_set().empty());
+    const std::size_t w = attn::simd::batch_width();
+    CHECK((w == 4 || w == 8 || w == 16));
+    CHECK(attn::simd::max_threads() >= 1);
+}
