@@ -1,93 +1,216 @@
 // bench/bench_attention.cpp — Google Benchmark: every kernel and the whole chain, per backend.
 //
-// Counters: GFLOPs (per second; 2·m·n·k for a product, 4·n²·d for the attention core), bytes
-// touched per second, and the machine's own FMA peak measured in the same run (BM_peak_fma), so a
-// script can show every result as a percentage of what this CPU can do. All parallel benchmarks use
-// real (wall) time: the CPU column would only see the main thread.
-#include <benchmark/benchmark.h>
-
+// Arguments are {backend, n, d}, backend 0 = naive, 1 = simd, 2 = parallel (the Backend enum).
+// Counters: GFLOPs (per second), bytes_per_second (distinct bytes touched), and the label names
+// the backend. The machine's peak is measured in the same run (BM_peak_fma), so
+// scripts/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
+// time: with OpenMP the CPU column would only see the main thread.
 #include <omp.h>
 
-#include <random>
 #include <xsimd/xsimd.hpp>
 
-#include "attention/attention.hpp"
+#include "bench/common.hpp"
+#include "bench/gemm_steps.hpp"
 #include "matrix/ops.hpp"
-#include "simd/simd.hpp"
 
 namespace {
 
 using attn::Backend;
 using attn::Matrix;
+using bench::random_matrix;
 
-Matrix random_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    Matrix m(rows, cols);
-    for (std::size_t k = 0; k < m.size(); ++k) m.data()[k] = dist(rng);
-    return m;
-}
+Backend backend_of(const benchmark::State& st) { return static_cast<Backend>(st.range(0)); }
+std::size_t arg(const benchmark::State& st, int k) { return static_cast<std::size_t>(st.range(k)); }
+attn::simd::Threads threads_of(Backend b) { return b == Backend::parallel ? attn::simd::Threads::all : attn::simd::Threads::one; }
 
-Backend backend_arg(const benchmark::State& st) { return static_cast<Backend>(st.range(0)); }
-
-void set_counters(benchmark::State& st, double flops, double bytes) {
-    st.counters["GFLOPs"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-    st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
-    st.SetLabel(attn::to_string(backend_arg(st)));
-}
-
-// The machine's peak: FMAs on registers only, no memory. 12 independent accumulators hide the
-// 4-cycle FMA latency on both FMA pipes; each FMA is 2·W flops.
+// The peak: FMAs on registers only, never touching memory. Twelve independent accumulators keep
+// both FMA pipes busy through the FMA latency; each FMA is 2·W flops.
 void BM_peak_fma(benchmark::State& st) {
     using B = xsimd::batch<float>;
     const int threads = static_cast<int>(st.range(0));
-    constexpr int steps = 1 << 16;
+    constexpr int steps = 1 << 16, chains = 12;
     for (auto _ : st) {
 #pragma omp parallel num_threads(threads)
         {
-            B acc[12];
-            for (int r = 0; r < 12; ++r) acc[r] = B(static_cast<float>(r + omp_get_thread_num()));
+            B acc[chains];
+            for (int r = 0; r < chains; ++r) acc[r] = B(static_cast<float>(r + omp_get_thread_num()));
             const B x(0.9999f), y(1e-6f);
-            for (int s = 0; s < steps; ++s) {
-                for (int r = 0; r < 12; ++r) acc[r] = xsimd::fma(acc[r], x, y);
-            }
+            for (int s = 0; s < steps; ++s)
+                for (int r = 0; r < chains; ++r) acc[r] = xsimd::fma(acc[r], x, y);
             float sum = 0;
-            for (int r = 0; r < 12; ++r) sum += acc[r].get(0);
+            for (int r = 0; r < chains; ++r) sum += acc[r].get(0);
             benchmark::DoNotOptimize(sum);
         }
     }
-    st.counters["GFLOPs"] = benchmark::Counter(threads * 12.0 * 2 * B::size * steps / 1e9,
+    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 2.0 * B::size * steps / 1e9,
                                                benchmark::Counter::kIsIterationInvariantRate);
-    st.counters["threads"] = threads;
+    st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
 }
-BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// Square C = A·B, the classic GEMM benchmark (1024³ for the 1-thread target).
+// Square C = A·B (n×n×n): the classic GEMM figure.
 void BM_matmul_square(benchmark::State& st) {
-    const auto n = static_cast<std::size_t>(st.range(1));
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1);
     const Matrix A = random_matrix(n, n, 1), B = random_matrix(n, n, 2);
     Matrix C;
     for (auto _ : st) {
-        if (backend_arg(st) == Backend::naive) attn::matmul_into(A, B, C);
-        else attn::simd::matmul(A, B, C, backend_arg(st) == Backend::parallel ? attn::simd::Threads::all : attn::simd::Threads::one);
+        if (b == Backend::naive) attn::matmul_into(A, B, C);
+        else attn::simd::matmul(A, B, C, threads_of(b));
         benchmark::DoNotOptimize(C.data());
     }
-    set_counters(st, 2.0 * n * n * n, 3.0 * n * n * 4);
+    bench::set_counters(st, 2.0 * n * n * n, 3.0 * n * n * 4);
+    st.SetLabel(attn::to_string(b));
 }
 
-// The attention core softmax(Q·Kᵀ/√d)·V on reused buffers: flops 4·n²·d (two products).
+// The GEMM story of simd/gemm.cpp, one step per argument, 1 thread, n×n×n:
+// 1 i-j-k (naive) → 2 i-k-j scalar → 3 i-k-j with xsimd → 4 register tile → 5 packed and blocked.
+void BM_gemm_steps(benchmark::State& st) {
+    const auto step = st.range(0);
+    const std::size_t n = arg(st, 1);
+    const Matrix A = random_matrix(n, n, 1), B = random_matrix(n, n, 2);
+    Matrix C;
+    for (auto _ : st) {
+        switch (step) {
+            case 1: attn::matmul_into(A, B, C); break;
+            case 2: bench::matmul_ikj_scalar(A, B, C); break;
+            case 3: bench::matmul_ikj_simd(A, B, C); break;
+            case 4: bench::matmul_register_tile(A, B, C); break;
+            default: attn::simd::matmul(A, B, C, attn::simd::Threads::one); break;
+        }
+        benchmark::DoNotOptimize(C.data());
+    }
+    bench::set_counters(st, 2.0 * n * n * n, 3.0 * n * n * 4);
+    static const char* const names[] = {"", "i-j-k", "i-k-j scalar", "i-k-j xsimd", "register tile", "tile+packing+blocks"};
+    st.SetLabel(names[step]);
+}
+
+// α·V: (n×n)·(n×d), step 6.
+void BM_matmul(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = arg(st, 2);
+    const Matrix A = random_matrix(n, n, 1), V = random_matrix(n, d, 2);
+    Matrix O;
+    for (auto _ : st) {
+        if (b == Backend::naive) attn::matmul_into(A, V, O);
+        else attn::simd::matmul(A, V, O, threads_of(b));
+        benchmark::DoNotOptimize(O.data());
+    }
+    bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
+    st.SetLabel(attn::to_string(b));
+}
+
+// Q·Kᵀ·c: (n×d)·(n×d)ᵀ, steps 3 and 4. The naive form builds Kᵀ, multiplies, then scales.
+void BM_matmul_transposed(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = arg(st, 2);
+    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
+    Matrix S;
+    for (auto _ : st) {
+        if (b == Backend::naive) {
+            attn::matmul_into(Q, attn::transpose(K), S);
+            attn::scale_in_place(S, 0.125f);
+        } else {
+            attn::simd::matmul_transposed(Q, K, 0.125f, S, threads_of(b));
+        }
+        benchmark::DoNotOptimize(S.data());
+    }
+    bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
+    st.SetLabel(attn::to_string(b));
+}
+
+// softmax_row over an n×n score matrix, step 5. Re-filled each iteration outside the timing.
+void BM_softmax_rows(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1);
+    const Matrix scores = random_matrix(n, n, 1);
+    Matrix S = scores;
+    for (auto _ : st) {
+        st.PauseTiming();
+        std::copy(scores.data(), scores.data() + scores.size(), S.data());
+        st.ResumeTiming();
+        if (b == Backend::naive) attn::softmax_rows_in_place(S);
+        else attn::simd::softmax_rows(S, threads_of(b));
+        benchmark::DoNotOptimize(S.data());
+    }
+    bench::set_counters(st, 0, 2.0 * n * n * 4);
+    st.SetItemsProcessed(static_cast<int64_t>(n * n) * st.iterations());
+    st.SetLabel(attn::to_string(b));
+}
+
+// The core softmax(Q·Kᵀ/√d)·V, writing into buffers reused from one call to the next.
 void BM_core(benchmark::State& st) {
-    const auto n = static_cast<std::size_t>(st.range(1)), d = static_cast<std::size_t>(st.range(2));
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = arg(st, 2);
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
     attn::AttentionResult out;
     for (auto _ : st) {
-        attn::scaled_dot_product_attention_into(Q, K, V, {.backend = backend_arg(st)}, out);
+        attn::scaled_dot_product_attention_into(Q, K, V, {.backend = b}, out);
         benchmark::DoNotOptimize(out.output.data());
     }
-    set_counters(st, 4.0 * n * n * d, (4.0 * n * d + 3.0 * n * n) * 4);
+    bench::set_counters(st, bench::core_flops(n, d), bench::core_bytes(n, d));
+    st.SetLabel(attn::to_string(b));
+}
+
+// The same core returning fresh matrices: every call allocates the n×n buffer and touches it
+// for the first time. The difference to BM_core is the price of that first touch.
+void BM_core_fresh(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = arg(st, 2);
+    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
+    for (auto _ : st) {
+        const auto out = attn::scaled_dot_product_attention(Q, K, V, {.backend = b});
+        benchmark::DoNotOptimize(out.output.data());
+    }
+    bench::set_counters(st, bench::core_flops(n, d), bench::core_bytes(n, d));
+    st.SetLabel(attn::to_string(b));
+}
+
+// The full layer: projections Q, K, V = X·W (d_model = d_k = d_v = d) and the core.
+void BM_layer(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = arg(st, 2);
+    const Matrix X = random_matrix(n, d, 1);
+    const attn::SingleHeadAttention layer(random_matrix(d, d, 2), random_matrix(d, d, 3), random_matrix(d, d, 4));
+    for (auto _ : st) {
+        const auto out = layer.forward(X, {.backend = b});
+        benchmark::DoNotOptimize(out.output.data());
+    }
+    bench::set_counters(st, bench::core_flops(n, d) + 3 * 2.0 * n * d * d, bench::core_bytes(n, d) + 3.0 * d * d * 4);
+    st.SetLabel(attn::to_string(b));
+}
+
+// Sizes: n ∈ {64, 256, 1024, 2048, 4096} with d = 64, and n = 1024 with d = 128. The naive
+// backend stops at n = 1024 (its core at 4096 would take seconds per call).
+void sizes(benchmark::internal::Benchmark* bm) {
+    for (int backend : {0, 1, 2}) {
+        for (int n : {64, 256, 1024, 2048, 4096}) {
+            if (backend == 0 && n > 1024) continue;
+            bm->Args({backend, n, 64});
+        }
+        bm->Args({backend, 1024, 128});
+    }
+    bm->ArgNames({"backend", "n", "d"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
 
-BENCHMARK(BM_matmul_square)->ArgsProduct({{1, 2}, {1024}})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_core)->ArgsProduct({{1, 2}, {1024, 2048}, {64}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul_square)->ArgsProduct({{0, 1, 2}, {1024}})->ArgNames({"backend", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm_steps)->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})->ArgNames({"step", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_matmul)->Apply(sizes);
+BENCHMARK(BM_matmul_transposed)->Apply(sizes);
+BENCHMARK(BM_softmax_rows)->Apply(sizes);
+BENCHMARK(BM_core)->Apply(sizes);
+BENCHMARK(BM_core_fresh)->Apply(sizes);
+BENCHMARK(BM_layer)->Apply(sizes);
+
+int main(int argc, char** argv) {
+    benchmark::AddCustomContext("simd_instruction_set", attn::simd::instruction_set());
+    benchmark::AddCustomContext("simd_batch_floats", std::to_string(attn::simd::batch_width()));
+    benchmark::AddCustomContext("openmp_threads", std::to_string(attn::simd::max_threads()));
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

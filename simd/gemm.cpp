@@ -5,13 +5,15 @@
 // multiply-add. Three changes turn that into near-peak arithmetic; bench/ measures each of them.
 //
 // 1. i-k-j order and vectors. Hold a_ip fixed and sweep a row of B: C_i· += a_ip · B_p·. Both rows are
-//    contiguous, so W = 8 columns of C advance with one FMA instruction.
-// 2. A register tile (the microkernel). Keep an MR×NR = 6×16 block of C in 12 vector registers for
-//    the whole k loop. Each step p loads 2 batches of B and broadcasts 6 values of A, then does 12
-//    FMAs: 8 loads feed 192 flops, and C is written once instead of k times.
-// 3. Cache blocks and packing. Copy a KC×NR strip of B (a "panel") into contiguous, aligned memory
-//    once, and reuse it against every MR-row strip of A: the panel (16 KiB) stays in L1, the MC×KC
-//    block of A being swept (72 KiB) stays in L2, all KC×NC panels in L3.
+//    contiguous, so W columns of C advance with one FMA instruction (simd::axpy).
+// 2. A register tile (simd/microkernel.hpp). Keep an MR×NR block of C (6×16 with AVX2) in 12 vector
+//    registers for the whole k loop: C is read and written once instead of k times, and each loaded
+//    row of B serves 6 rows of A.
+// 3. Cache blocks and packing. Copy a KC×NR strip of B (a "panel") into contiguous memory once and
+//    reuse it against every MR-row strip of A: the panel (16 KiB with AVX2, 32 KiB with AVX-512)
+//    stays in L1, the MC×KC block of A being swept (72 KiB) in L2, all KC×NC panels in L3.
+//
+// What each step bought, on this machine (BM_gemm_steps, 1024³, one thread): docs/performance.md.
 //
 // The same code computes A·Bᵀ: only the packing differs. A panel of Bᵀ is read from NR rows of B,
 // so S = Q·Kᵀ never builds Kᵀ; the transposition happens one small panel at a time while packing.
@@ -20,22 +22,18 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
-#include <xsimd/xsimd.hpp>
 
 #include "matrix/ops.hpp"
+#include "simd/microkernel.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
 
 namespace {
 
-using Batch = xsimd::batch<float>;
-constexpr std::size_t W = Batch::size;
-constexpr std::size_t MR = 6;       // rows of the register tile
-constexpr std::size_t NR = 2 * W;   // columns of the register tile: two batches
-constexpr std::size_t KC = 256;     // depth of a packed panel: KC×NR floats = 16 KiB (L1 is 32 KiB)
-constexpr std::size_t MC = 72;      // rows of A per block: MC×KC floats = 72 KiB (L2 is 512 KiB)
-constexpr std::size_t NC = 2048;    // columns packed at once: KC×NC floats = 2 MiB (L3 is 32 MiB)
+constexpr std::size_t KC = 256;   // depth of a packed panel: KC×NR floats, 16 or 32 KiB, fits L1
+constexpr std::size_t MC = 72;    // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
+constexpr std::size_t NC = 2048;  // columns packed at once: KC×NC floats = 2 MiB, fits L3
 
 // Which matrix the caller passed as B: B itself (k×n), or its transpose given row by row (n×k).
 enum class BLayout { k_by_n, transposed };
@@ -50,66 +48,6 @@ void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc,
         std::fill(dst + cols, dst + NR, 0.0f);
     }
 }
-
-// C[R×cols] (+)= A[R×kc]·panel[kc×NR], with R ≤ MR rows and cols ≤ NR columns.
-// `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by alpha
-// on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
-// what makes the result independent of how rows are split between threads.
-template <std::size_t R>
-void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* panel, float* c, std::size_t ldc,
-                 std::size_t cols, bool first, bool last, float alpha) {
-    Batch acc[R][2];
-    alignas(64) float edge[R][NR];  // staging for a tile that sticks out past the last column of C
-    for (std::size_t r = 0; r < R; ++r) {
-        if (first) {
-            acc[r][0] = acc[r][1] = Batch(0.0f);
-        } else if (cols == NR) {
-            acc[r][0] = Batch::load_unaligned(c + r * ldc);
-            acc[r][1] = Batch::load_unaligned(c + r * ldc + W);
-        } else {
-            std::copy(c + r * ldc, c + r * ldc + cols, edge[r]);
-            acc[r][0] = Batch::load_aligned(edge[r]);
-            acc[r][1] = Batch::load_aligned(edge[r] + W);
-        }
-    }
-    for (std::size_t p = 0; p < kc; ++p) {
-        const Batch b0 = Batch::load_aligned(panel + p * NR);
-        const Batch b1 = Batch::load_aligned(panel + p * NR + W);
-        for (std::size_t r = 0; r < R; ++r) {
-            const Batch a_rp(a[r * lda + p]);  // broadcast one element of A to every lane
-            acc[r][0] = xsimd::fma(a_rp, b0, acc[r][0]);
-            acc[r][1] = xsimd::fma(a_rp, b1, acc[r][1]);
-        }
-    }
-    for (std::size_t r = 0; r < R; ++r) {
-        if (last) {
-            acc[r][0] *= Batch(alpha);
-            acc[r][1] *= Batch(alpha);
-        }
-        if (cols == NR) {
-            acc[r][0].store_unaligned(c + r * ldc);
-            acc[r][1].store_unaligned(c + r * ldc + W);
-        } else {
-            acc[r][0].store_aligned(edge[r]);
-            acc[r][1].store_aligned(edge[r] + W);
-            std::copy(edge[r], edge[r] + cols, c + r * ldc);
-        }
-    }
-}
-
-// The rows left at the bottom of a block get a tile of their own height, compiled for each height.
-void run_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* panel, float* c,
-                     std::size_t ldc, std::size_t cols, bool first, bool last, float alpha) {
-    switch (rows) {
-        case 6: return microkernel<6>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-        case 5: return microkernel<5>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-        case 4: return microkernel<4>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-        case 3: return microkernel<3>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-        case 2: return microkernel<2>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-        case 1: return microkernel<1>(kc, a, lda, panel, c, ldc, cols, first, last, alpha);
-    }
-}
-static_assert(MR == 6, "run_microkernel lists one case per tile height");
 
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
@@ -154,7 +92,7 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
                     const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
                     const float* panel = packed + static_cast<std::size_t>(q) * kc * NR;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
-                        run_microkernel(std::min(MR, mc - ir), kc, A.data() + (ic + ir) * lda + pc, lda, panel,
+                        run_microkernel(std::min(MR, mc - ir), kc, A.data() + (ic + ir) * lda + pc, lda, panel, NR,
                                         C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, alpha);
                     }
                 }

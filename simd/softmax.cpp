@@ -6,17 +6,15 @@
 //   x_j ← x_j · (1/ℓ)           one division per row, then multiplies
 #include <cmath>
 #include <limits>
-#include <xsimd/xsimd.hpp>
 
 #include "matrix/ops.hpp"
+#include "simd/batch.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
 
 namespace {
 
-using Batch = xsimd::batch<float>;
-constexpr std::size_t W = Batch::size;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 float row_max(std::span<const float> x) {

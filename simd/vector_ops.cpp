@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <xsimd/xsimd.hpp>
 
+#include "simd/batch.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
 
-using Batch = xsimd::batch<float>;
-constexpr std::size_t W = Batch::size;
 
 float dot(const float* a, const float* b, std::size_t n) {
     // Four accumulators: one FMA chain would wait ~4 cycles on each previous result; four chains in

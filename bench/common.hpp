@@ -1,0 +1,31 @@
+// bench/common.hpp — shared helpers of the benchmark program's files.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "attention/attention.hpp"
+#include "simd/simd.hpp"
+
+namespace bench {
+
+inline attn::Matrix random_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    attn::Matrix m(rows, cols);
+    for (std::size_t k = 0; k < m.size(); ++k) m.data()[k] = dist(rng);
+    return m;
+}
+
+// GFLOPs: flops per second ÷ 1e9; bytes_per_second: distinct bytes read or written per second.
+inline void set_counters(benchmark::State& st, double flops, double bytes) {
+    if (flops > 0) st.counters["GFLOPs"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
+}
+
+// 4·n²·d: two products of 2·n·n·d flops each (Q·Kᵀ and α·V); the softmax's O(n²) is not counted.
+inline double core_flops(std::size_t n, std::size_t d) { return 4.0 * double(n) * double(n) * double(d); }
+inline double core_bytes(std::size_t n, std::size_t d) { return (4.0 * double(n) * double(d) + double(n) * double(n)) * 4; }
+
+}  // namespace bench

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Turn bench_attention's JSON into Markdown tables and a PNG plot.
+
+    build/bench_attention --benchmark_repetitions=3 --benchmark_out=bench.json --benchmark_out_format=json
+    /usr/bin/python3 scripts/bench_report.py bench.json --markdown docs/bench-tables.md --plot docs/performance-core.png
+
+With repetitions, each figure is the median Google Benchmark reports; with one run, that run.
+Every GFLOP/s figure is also given as a percentage of the FMA peak measured in the same run
+(the 1-thread peak for naive, simd and 1-thread OpenBLAS; the 2-thread peak for the others).
+"""
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+
+BACKENDS = {0: "naive", 1: "simd", 2: "parallel"}
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    runs = data["benchmarks"]
+    has_medians = any(r.get("aggregate_name") == "median" for r in runs)
+    picked = [r for r in runs if (r.get("aggregate_name") == "median") == has_medians and r.get("run_type") != "aggregate"
+              or (has_medians and r.get("aggregate_name") == "median")]
+    return data["context"], picked
+
+
+def parse_name(name):
+    """'BM_core/backend:1/n:1024/d:64/real_time_median' -> ('core', {'backend': 1, 'n': 1024, 'd': 64})"""
+    parts = name.split("/")
+    family = parts[0].removeprefix("BM_")
+    args = {}
+    for p in parts[1:]:
+        m = re.fullmatch(r"(\w+):(\d+)", p)
+        if m:
+            args[m.group(1)] = int(m.group(2))
+    return family, args
+
+
+def to_ms(run):
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[run["time_unit"]]
+    return run["real_time"] * scale
+
+
+def collect(runs):
+    table = defaultdict(dict)  # (family, n, d) -> {column: (ms, gflops)}
+    peak = {}
+    for r in runs:
+        family, args = parse_name(r["name"])
+        gflops = r.get("GFLOPs", 0.0)
+        if family == "peak_fma":
+            peak[args["threads"]] = gflops
+            continue
+        if family == "core_openblas":
+            column = f"openblas-{args['threads']}t"
+        else:
+            column = BACKENDS[args["backend"]]
+        table[(family, args.get("n"), args.get("d"))][column] = (to_ms(r), gflops)
+    return table, peak
+
+
+def peak_for(column, peak):
+    threads = 2 if column in ("parallel", "openblas-2t") else 1
+    return peak.get(threads)
+
+
+def markdown(table, peak, context):
+    out = []
+    out.append(f"Machine: {context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
+               f"xsimd `{context.get('simd_instruction_set')}` ({context.get('simd_batch_floats')} floats per batch), "
+               f"{context.get('openmp_threads')} OpenMP threads. Date: {context.get('date')}.")
+    out.append("")
+    out.append("Measured FMA peak: " + ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items())))
+    families = []
+    for key in table:
+        if key[0] not in families:
+            families.append(key[0])
+    order = ["naive", "simd", "parallel", "openblas-1t", "openblas-2t"]
+    for family in families:
+        keys = sorted(k for k in table if k[0] == family)
+        columns = [c for c in order if any(c in table[k] for k in keys)]
+        if family == "core" and any(k[0] == "core_openblas" for k in table):
+            pass
+        out.append("")
+        out.append(f"### {family}")
+        out.append("")
+        out.append("| n | d | " + " | ".join(columns) + " |")
+        out.append("|---|---|" + "---|" * len(columns))
+        for k in keys:
+            cells = []
+            for c in columns:
+                if c not in table[k]:
+                    cells.append("–")
+                    continue
+                ms, g = table[k][c]
+                p = peak_for(c, peak)
+                cell = f"{ms:.3f} ms"
+                if g:
+                    cell += f", {g:.1f} GFLOP/s"
+                    if p:
+                        cell += f" ({100 * g / p:.0f}%)"
+                cells.append(cell)
+            out.append(f"| {k[1]} | {k[2] if k[2] is not None else ''} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def plot(table, peak, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    lines = [("core", "naive"), ("core", "simd"), ("core", "parallel"),
+             ("core_openblas", "openblas-1t"), ("core_openblas", "openblas-2t")]
+    for family, column in lines:
+        pts = sorted((k[1], table[k][column][1]) for k in table if k[0] == family and k[2] == 64 and column in table[k])
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{column}")
+    for threads, g in sorted(peak.items()):
+        ax.axhline(g, linestyle="--", color="grey" if threads == 1 else "black", linewidth=1)
+        ax.text(64, g * 1.02, f"FMA peak, {threads} thread{'s' if threads > 1 else ''}", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (sequence length), d = 64")
+    ax.set_ylabel("GFLOP/s (4·n²·d per call)")
+    ax.set_title("Attention core softmax(QKᵀ/√d)·V")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json")
+    ap.add_argument("--markdown", help="write the tables here (default: stdout)")
+    ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
+    a = ap.parse_args()
+    context, runs = load(a.json)
+    table, peak = collect(runs)
+    text = markdown(table, peak, context)
+    if a.markdown:
+        with open(a.markdown, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    if a.plot:
+        plot(table, peak, a.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+// simd/microkernel.hpp — the register tile at the heart of every product in simd/.
+//
+// An MR×NR block of C (6 rows × 2 batches = 6×16 floats with AVX2, 6×32 with AVX-512) lives in
+// 12 vector registers for the whole loop over p. Each step loads one row of B as two batches,
+// broadcasts one element of A per row, and does 12 FMAs:
+//
+//     c_r· += a_rp · b_p·        for r = 0..5, all NR columns at once
+//
+// 8 loads feed 12 FMAs (192 flops with AVX2), and C is read and written once per call instead of
+// once per p. Measured (bench BM_gemm_steps, 1024³, one thread): see docs/performance.md.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "simd/batch.hpp"
+
+namespace attn::simd {
+
+inline constexpr std::size_t MR = 6;           // rows of the register tile
+inline constexpr std::size_t NR = 2 * W;       // columns of the register tile: two batches
+
+// C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
+// apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
+// measure what packing adds).
+// `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by alpha
+// on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
+// what makes the result independent of how rows are split between threads.
+template <std::size_t R>
+void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+                 std::size_t ldc, std::size_t cols, bool first, bool last, float alpha) {
+    Batch acc[R][2];
+    alignas(64) float edge[R][NR];  // staging for a tile that sticks out past the last column of C
+    for (std::size_t r = 0; r < R; ++r) {
+        if (first) {
+            acc[r][0] = acc[r][1] = Batch(0.0f);
+        } else if (cols == NR) {
+            acc[r][0] = Batch::load_unaligned(c + r * ldc);
+            acc[r][1] = Batch::load_unaligned(c + r * ldc + W);
+        } else {
+            std::copy(c + r * ldc, c + r * ldc + cols, edge[r]);
+            acc[r][0] = Batch::load_aligned(edge[r]);
+            acc[r][1] = Batch::load_aligned(edge[r] + W);
+        }
+    }
+    for (std::size_t p = 0; p < kc; ++p) {
+        const Batch b0 = Batch::load_unaligned(b + p * ldb);
+        const Batch b1 = Batch::load_unaligned(b + p * ldb + W);
+        for (std::size_t r = 0; r < R; ++r) {
+            const Batch a_rp(a[r * lda + p]);  // broadcast one element of A to every lane
+            acc[r][0] = xsimd::fma(a_rp, b0, acc[r][0]);
+            acc[r][1] = xsimd::fma(a_rp, b1, acc[r][1]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+        if (last) {
+            acc[r][0] *= Batch(alpha);
+            acc[r][1] *= Batch(alpha);
+        }
+        if (cols == NR) {
+            acc[r][0].store_unaligned(c + r * ldc);
+            acc[r][1].store_unaligned(c + r * ldc + W);
+        } else {
+            acc[r][0].store_aligned(edge[r]);
+            acc[r][1].store_aligned(edge[r] + W);
+            std::copy(edge[r], edge[r] + cols, c + r * ldc);
+        }
+    }
+}
+
+// The rows left at the bottom of a block get a tile of their own height, compiled for each height.
+inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
+                            std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
+                            float alpha) {
+    switch (rows) {
+        case 6: return microkernel<6>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 5: return microkernel<5>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 4: return microkernel<4>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 3: return microkernel<3>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 2: return microkernel<2>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 1: return microkernel<1>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+    }
+}
+static_assert(MR == 6, "run_microkernel lists one case per tile height");
+
+}  // namespace attn::simd
