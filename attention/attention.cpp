@@ -45,6 +45,13 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
     check_attention_shapes(Q, K, V, options);
     const Backend b = options.backend;
     const float c = scale_factor(options.scale, Q.cols());
+    if (b == Backend::fused) {
+        if (trace) throw std::invalid_argument("scaled_dot_product_attention: the fused backend never stores S or α, "
+                                               "so there is nothing to trace; use naive, simd or parallel");
+        out.weights.reshape(0, 0);  // there is no α to return
+        // [steps 3–6 fused] O = softmax(c·Q·Kᵀ)·V, tile by tile with an online softmax (simd/fused.cpp)
+        return kernels::fused_attention(Q, K, V, c, options.causal, out.output);
+    }
     Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
 
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
@@ -129,6 +136,7 @@ std::string to_string(Backend backend) {
         case Backend::naive: return "naive";
         case Backend::simd: return "simd";
         case Backend::parallel: return "parallel";
+        case Backend::fused: return "fused";
     }
     return "?";
 }

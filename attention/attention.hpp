@@ -26,6 +26,7 @@ enum class Backend {
     naive,     // matrix/ops.cpp: the textbook loops
     simd,      // simd/: xsimd-vectorised, cache-blocked kernels on one thread
     parallel,  // the same simd kernels with output rows split over OpenMP threads
+    fused,     // steps 3–6 in one tiled pass with an online softmax: S and α are never stored
 };
 
 struct AttentionOptions {
@@ -36,10 +37,12 @@ struct AttentionOptions {
 
 struct AttentionResult {
     Matrix output;   // O (n×d_v): one context-mixed vector per token
-    Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1
+    Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1.
+                     // Empty (0×0) with Backend::fused, which never forms α.
 };
 
-// Every intermediate of one forward pass, for the walkthrough and the tests.
+// Every intermediate of one forward pass, for the walkthrough and the tests. Backend::fused keeps
+// no n×n intermediates, so asking it for a trace is an error (std::invalid_argument).
 struct AttentionTrace {
     Matrix X, Q, K, V;
     Matrix S;         // Q·Kᵀ
@@ -80,6 +83,6 @@ private:
 };
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
-std::string to_string(Backend backend);  // "naive", "simd", "parallel"
+std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
 
 }  // namespace attn

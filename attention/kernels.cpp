@@ -8,7 +8,7 @@ namespace attn::kernels {
 namespace {
 
 simd::Threads threads_of(Backend backend) {
-    return backend == Backend::parallel ? simd::Threads::all : simd::Threads::one;
+    return backend == Backend::simd ? simd::Threads::one : simd::Threads::all;
 }
 
 }  // namespace
@@ -35,6 +35,10 @@ void causal_mask(Matrix& S, Backend backend) {
 void softmax_rows(Matrix& S, Backend backend) {
     if (backend == Backend::naive) return softmax_rows_in_place(S);
     simd::softmax_rows(S, threads_of(backend));
+}
+
+void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float c, bool causal, Matrix& O) {
+    simd::fused_attention(Q, K, V, c, causal, O, simd::Threads::all);
 }
 
 }  // namespace attn::kernels

@@ -36,6 +36,9 @@ struct WalkOptions {
 Backend parse_backend(const std::string& v) {
     for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
         if (v == to_string(b)) return b;
+    if (v == "fused")
+        throw UsageError("walk: the fused backend computes the output without ever storing S or α, so it has no "
+                         "steps 3–5 to show; use --backend naive, simd or parallel");
     throw UsageError("walk: --backend must be naive, simd or parallel, got '" + v + "'");
 }
 

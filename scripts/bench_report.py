@@ -21,10 +21,9 @@ def load(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     runs = data["benchmarks"]
-    has_medians = any(r.get("aggregate_name") == "median" for r in runs)
-    picked = [r for r in runs if (r.get("aggregate_name") == "median") == has_medians and r.get("run_type") != "aggregate"
-              or (has_medians and r.get("aggregate_name") == "median")]
-    return data["context"], picked
+    if any(r.get("aggregate_name") == "median" for r in runs):
+        return data["context"], [r for r in runs if r.get("aggregate_name") == "median"]
+    return data["context"], [r for r in runs if r.get("run_type") != "aggregate"]
 
 
 def parse_name(name):
@@ -47,23 +46,39 @@ def to_ms(run):
 def collect(runs):
     table = defaultdict(dict)  # (family, n, d) -> {column: (ms, gflops)}
     peak = {}
+    steps = []  # (step, label, ms, gflops) of BM_gemm_steps
     for r in runs:
         family, args = parse_name(r["name"])
         gflops = r.get("GFLOPs", 0.0)
         if family == "peak_fma":
             peak[args["threads"]] = gflops
             continue
+        if family == "gemm_steps":
+            steps.append((args["step"], r.get("label", ""), to_ms(r), gflops))
+            continue
         if family == "core_openblas":
             column = f"openblas-{args['threads']}t"
         else:
             column = BACKENDS[args["backend"]]
         table[(family, args.get("n"), args.get("d"))][column] = (to_ms(r), gflops)
-    return table, peak
+    return table, peak, sorted(steps)
 
 
 def peak_for(column, peak):
     threads = 2 if column in ("parallel", "openblas-2t") else 1
     return peak.get(threads)
+
+
+def steps_markdown(steps, peak):
+    out = ["", "### gemm_steps (1024×1024×1024, 1 thread)", "",
+           "| step | time | GFLOP/s | % of 1-thread peak | gain over the step before |", "|---|---|---|---|---|"]
+    previous = None
+    for step, label, ms, g in steps:
+        gain = f"{previous / ms:.1f}×" if previous else "–"
+        pct = f"{100 * g / peak[1]:.0f}%" if 1 in peak else "–"
+        out.append(f"| {step}. {label} | {ms:.1f} ms | {g:.2f} | {pct} | {gain} |")
+        previous = ms
+    return "\n".join(out) + "\n"
 
 
 def markdown(table, peak, context):
@@ -81,8 +96,6 @@ def markdown(table, peak, context):
     for family in families:
         keys = sorted(k for k in table if k[0] == family)
         columns = [c for c in order if any(c in table[k] for k in keys)]
-        if family == "core" and any(k[0] == "core_openblas" for k in table):
-            pass
         out.append("")
         out.append(f"### {family}")
         out.append("")
@@ -139,8 +152,8 @@ def main():
     ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
     a = ap.parse_args()
     context, runs = load(a.json)
-    table, peak = collect(runs)
-    text = markdown(table, peak, context)
+    table, peak, steps = collect(runs)
+    text = markdown(table, peak, context) + (steps_markdown(steps, peak) if steps else "")
     if a.markdown:
         with open(a.markdown, "w", encoding="utf-8") as f:
             f.write(text)

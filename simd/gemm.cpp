@@ -25,6 +25,7 @@
 
 #include "matrix/ops.hpp"
 #include "simd/microkernel.hpp"
+#include "simd/packing.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
@@ -32,24 +33,8 @@ namespace attn::simd {
 namespace {
 
 constexpr std::size_t KC = 256;   // depth of a packed panel: KC×NR floats, 16 or 32 KiB, fits L1
-constexpr std::size_t MC = 72;    // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
+constexpr std::size_t MC = 72;   // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
 constexpr std::size_t NC = 2048;  // columns packed at once: KC×NC floats = 2 MiB, fits L3
-
-// Which matrix the caller passed as B: B itself (k×n), or its transpose given row by row (n×k).
-enum class BLayout { k_by_n, transposed };
-
-// Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
-// past `cols` are zero, so the microkernel can always work on full batches.
-void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc, std::size_t j0,
-                std::size_t cols, float* panel) {
-    for (std::size_t p = 0; p < kc; ++p) {
-        float* dst = panel + p * NR;
-        for (std::size_t j = 0; j < cols; ++j) dst[j] = layout == BLayout::k_by_n ? B(p0 + p, j0 + j) : B(j0 + j, p0 + p);
-        std::fill(dst + cols, dst + NR, 0.0f);
-    }
-}
-
-std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
 // The packing buffer is allocated once per calling thread and reused by later calls: fresh memory
 // costs ~1 ms per MiB to touch for the first time on this machine, more than packing itself.

@@ -26,6 +26,11 @@ void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads);
 // With A = Q, B = K and alpha = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
 void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C, Threads threads);
 
+// O = softmax(c·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
+// blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
+void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                     Threads threads);
+
 // S_ij ← −∞ for j > i (S square).
 void causal_mask(Matrix& S, Threads threads);
 
@@ -36,6 +41,7 @@ void softmax_rows(Matrix& S, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);           // Σ a_k·b_k
 void axpy(float alpha, const float* x, float* y, std::size_t n);    // y ← y + alpha·x
 float exp_and_sum(std::span<float> x, float shift);                 // x_k ← e^(x_k − shift); returns Σ x_k
+float row_max(std::span<const float> x);                            // max_k x_k (−∞ for an empty row)
 
 // What this build runs on: xsimd's instruction set ("fma3+avx2"), floats per batch, OpenMP threads.
 std::string instruction_set();

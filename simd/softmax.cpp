@@ -17,18 +17,6 @@ namespace {
 
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-float row_max(std::span<const float> x) {
-    Batch m(neg_inf);
-    std::size_t k = 0;
-    for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
-    alignas(64) float lanes[W];
-    m.store_aligned(lanes);
-    float result = neg_inf;
-    for (float v : lanes) result = std::fmax(result, v);
-    for (; k < x.size(); ++k) result = std::fmax(result, x[k]);
-    return result;
-}
-
 void softmax_row(std::span<float> x) {
     const float m = row_max(x);
     if (m == neg_inf) {  // nothing visible: zeros, as in the naive op (matrix/ops.cpp says why)
@@ -43,6 +31,18 @@ void softmax_row(std::span<float> x) {
 }
 
 }  // namespace
+
+float row_max(std::span<const float> x) {
+    Batch m(neg_inf);
+    std::size_t k = 0;
+    for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
+    alignas(64) float lanes[W];
+    m.store_aligned(lanes);
+    float result = neg_inf;
+    for (float v : lanes) result = std::fmax(result, v);
+    for (; k < x.size(); ++k) result = std::fmax(result, x[k]);
+    return result;
+}
 
 void softmax_rows(Matrix& S, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());

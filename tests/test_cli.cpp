@@ -171,6 +171,9 @@ TEST_CASE("attn walk --backend simd and parallel print the same numbers as naive
         check_matches(matrix_after(r.out, "Step 5"), want.weights, 5e-5);
         check_matches(matrix_after(r.out, "Step 6"), want.output, 5e-5);
     }
+    const RunResult fused = run_attn("walk --backend fused");
+    CHECK(fused.status == 2);
+    CHECK_THAT(fused.err, Contains("never storing S or α"));
     const RunResult bad = run_attn("walk --backend gpu");
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Contains("--backend must be naive, simd or parallel, got 'gpu'"));

@@ -1,0 +1,29 @@
+// simd/packing.hpp — copying a strip of B into the layout the microkernel reads: kc rows of NR
+// floats, contiguous. Packing is where A·Bᵀ stops needing Bᵀ: the panel is filled from rows of B.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "matrix/matrix.hpp"
+#include "simd/microkernel.hpp"
+
+namespace attn::simd {
+
+// Which matrix the caller passed as B: B itself (k×n), or its transpose given row by row (n×k).
+enum class BLayout { k_by_n, transposed };
+
+// Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
+// past `cols` are zero, so the microkernel can always work on full batches.
+inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc, std::size_t j0,
+                std::size_t cols, float* panel) {
+    for (std::size_t p = 0; p < kc; ++p) {
+        float* dst = panel + p * NR;
+        for (std::size_t j = 0; j < cols; ++j) dst[j] = layout == BLayout::k_by_n ? B(p0 + p, j0 + j) : B(j0 + j, p0 + p);
+        std::fill(dst + cols, dst + NR, 0.0f);
+    }
+}
+
+inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace attn::simd

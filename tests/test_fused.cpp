@@ -1,0 +1,146 @@
+// The fused backend is the same attention: against naive on every tail, causal or not, extreme
+// scores, any thread count, and a sequence whose score matrix would need 1 GiB.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+
+#include "attention/attention.hpp"
+#include "matrix/ops.hpp"
+#include "random.hpp"
+#include "simd/simd.hpp"
+
+using attn::Backend;
+using attn::Matrix;
+
+namespace {
+
+void check_close(const Matrix& got, const Matrix& want, float floor) {
+    REQUIRE(got.rows() == want.rows());
+    REQUIRE(got.cols() == want.cols());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        const float g = got.data()[k], w = want.data()[k];
+        if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + floor)) {
+            FAIL_CHECK("element (" << k / got.cols() << ", " << k % got.cols() << "): got " << g << ", want " << w);
+            return;
+        }
+    }
+    SUCCEED();
+}
+
+Matrix fused(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
+    return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = Backend::fused}).output;
+}
+
+Matrix naive(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
+    return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal}).output;
+}
+
+// Row i of softmax(Q·Kᵀ/√d)·V in double, straight from the formula.
+std::vector<double> reference_row(const Matrix& Q, const Matrix& K, const Matrix& V, std::size_t i, bool causal) {
+    const std::size_t visible = causal ? i + 1 : K.rows();
+    std::vector<double> s(visible);
+    double top = -INFINITY;
+    for (std::size_t j = 0; j < visible; ++j) {
+        double dot = 0.0;
+        for (std::size_t p = 0; p < Q.cols(); ++p) dot += double(Q(i, p)) * K(j, p);
+        s[j] = dot / std::sqrt(double(Q.cols()));
+        top = std::max(top, s[j]);
+    }
+    double sum = 0.0;
+    for (double& x : s) sum += (x = std::exp(x - top));
+    std::vector<double> o(V.cols(), 0.0);
+    for (std::size_t j = 0; j < visible; ++j)
+        for (std::size_t k = 0; k < V.cols(); ++k) o[k] += s[j] / sum * V(j, k);
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("fused equals naive for every size 1 to 70, causal or not", "[fused]") {
+    std::mt19937 rng(21);
+    const bool causal = GENERATE(false, true);
+    for (std::size_t n = 1; n <= 70; ++n) {
+        const std::size_t m = causal ? n : 1 + (n * 11) % 70, d_k = 1 + (n * 7) % 70, d_v = 1 + (n * 13) % 70;
+        INFO((causal ? "causal " : "") << "n=" << n << " m=" << m << " d_k=" << d_k << " d_v=" << d_v);
+        const Matrix Q = random_matrix(n, d_k, rng), K = random_matrix(m, d_k, rng), V = random_matrix(m, d_v, rng);
+        check_close(fused(Q, K, V, causal), naive(Q, K, V, causal), 1e-5f);
+    }
+}
+
+TEST_CASE("fused equals naive when n is not a multiple of the tile, over many tiles", "[fused]") {
+    std::mt19937 rng(22);
+    const bool causal = GENERATE(false, true);
+    for (const std::size_t n : {255, 256, 257, 300, 517, 1000}) {
+        INFO((causal ? "causal " : "") << "n=" << n);
+        const Matrix Q = random_matrix(n, 64, rng), K = random_matrix(n, 64, rng), V = random_matrix(n, 40, rng);
+        check_close(fused(Q, K, V, causal), naive(Q, K, V, causal), 1e-5f);
+    }
+}
+
+TEST_CASE("fused with scores up to ±1e4 stays finite and equals naive to the scores' resolution", "[fused]") {
+    std::mt19937 rng(23);
+    const bool causal = GENERATE(false, true);
+    const std::size_t n = 333, d = 64;
+    const Matrix Q = random_matrix(n, d, rng, -85, 85), K = random_matrix(n, d, rng, -85, 85), V = random_matrix(n, d, rng);
+    // As in test_simd.cpp: a score of size 1e4 is only known to ulp(1e4) ≈ 1e-3 in float, so two
+    // correct kernels can differ by a few of those in the weights and outputs.
+    const Matrix S = attn::scale(attn::matmul(Q, attn::transpose(K)), 0.125f);
+    float largest = 0.0f;
+    for (std::size_t k = 0; k < S.size(); ++k) largest = std::max(largest, std::fabs(S.data()[k]));
+    REQUIRE(largest > 5e3f);
+    const Matrix got = fused(Q, K, V, causal);
+    for (std::size_t k = 0; k < got.size(); ++k) REQUIRE(std::isfinite(got.data()[k]));
+    check_close(got, naive(Q, K, V, causal), 4 * (std::nextafter(largest, INFINITY) - largest));
+}
+
+TEST_CASE("fused returns no α and refuses to trace", "[fused]") {
+    const Matrix Q(4, 3, 0.5f), K(4, 3, 0.25f), V(4, 2, 1.0f);
+    const auto r = attn::scaled_dot_product_attention(Q, K, V, {.backend = Backend::fused});
+    CHECK(r.weights.empty());
+    CHECK(r.output.rows() == 4);
+    attn::AttentionTrace trace;
+    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, K, V, {.backend = Backend::fused}, &trace),
+                      Catch::Contains("fused backend never stores S or α"));
+}
+
+TEST_CASE("fused shape errors and empty inputs", "[fused][errors]") {
+    Matrix O;
+    CHECK_THROWS_WITH(attn::simd::fused_attention(Matrix(3, 4), Matrix(3, 5), Matrix(3, 2), 1.0f, false, O, attn::simd::Threads::one),
+                      Catch::Contains("fused_attention: (3×4)·(3×5)ᵀ"));
+    CHECK_THROWS_WITH(attn::simd::fused_attention(Matrix(3, 4), Matrix(3, 4), Matrix(2, 2), 1.0f, false, O, attn::simd::Threads::one),
+                      Catch::Contains("K (3×4) and V (2×2)"));
+    CHECK(fused(Matrix(0, 4), Matrix(5, 4), Matrix(5, 2), false).rows() == 0);
+    CHECK(fused(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false) == naive(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false));
+}
+
+TEST_CASE("fused results are bit-for-bit identical for 1, 2 and 3 threads", "[fused][parallel]") {
+    std::mt19937 rng(24);
+    const Matrix Q = random_matrix(700, 48, rng), K = random_matrix(700, 48, rng), V = random_matrix(700, 20, rng);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const Matrix serial = fused(Q, K, V, true), serial_full = fused(Q, K, V, false);
+    for (int threads : {2, 3}) {
+        omp_set_num_threads(threads);
+        CHECK(fused(Q, K, V, true) == serial);
+        CHECK(fused(Q, K, V, false) == serial_full);
+    }
+    omp_set_num_threads(before);
+}
+
+TEST_CASE("n = 16384, d = 64: where S would need 1 GiB, fused runs and matches row by row", "[fused][large]") {
+    const std::size_t n = 16384, d = 64;
+    std::mt19937 rng(25);
+    const Matrix Q = random_matrix(n, d, rng), K = random_matrix(n, d, rng), V = random_matrix(n, d, rng);
+    const bool causal = GENERATE(false, true);
+    const Matrix O = fused(Q, K, V, causal);
+    REQUIRE(O.rows() == n);
+    for (const std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{47}, std::size_t{48}, std::size_t{255},
+                                std::size_t{256}, std::size_t{4097}, std::size_t{9999}, n - 2, n - 1}) {
+        INFO((causal ? "causal " : "") << "row " << i);
+        const auto want = reference_row(Q, K, V, i, causal);
+        for (std::size_t k = 0; k < d; ++k) CHECK(O(i, k) == Approx(want[k]).epsilon(1e-5).margin(1e-6));
+    }
+}
