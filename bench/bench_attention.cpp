@@ -1,6 +1,7 @@
 // bench/bench_attention.cpp — Google Benchmark: every kernel and the whole chain, per backend.
 //
-// Arguments are {backend, n, d}, backend 0 = naive, 1 = simd, 2 = parallel (the Backend enum).
+// Arguments are {backend, n, d}, backend 0 = naive, 1 = simd, 2 = parallel, 3 = fused (the Backend
+// enum).
 // Counters: GFLOPs (per second), bytes_per_second (distinct bytes touched), and the label names
 // the backend. The machine's peak is measured in the same run (BM_peak_fma), so
 // scripts/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
@@ -179,10 +180,32 @@ void BM_layer(benchmark::State& st) {
     st.SetLabel(attn::to_string(b));
 }
 
+// Long sequences, materialised (parallel) against fused, causal or not, d = 64: time, GFLOP/s
+// (causal does half the work, so it counts half the flops) and the process's peak resident
+// memory while the benchmark ran.
+void BM_core_long(benchmark::State& st) {
+    const Backend b = backend_of(st);
+    const std::size_t n = arg(st, 1), d = 64;
+    const bool causal = st.range(2) != 0;
+    bench::reset_peak_rss();
+    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
+    attn::AttentionResult out;
+    // One untimed call first: the buffers are allocated and touched here, not in a timed call
+    // (at n = 16384 the materialised S alone is 1 GiB, and runs here are a single iteration).
+    attn::scaled_dot_product_attention_into(Q, K, V, {.causal = causal, .backend = b}, out);
+    for (auto _ : st) {
+        attn::scaled_dot_product_attention_into(Q, K, V, {.causal = causal, .backend = b}, out);
+        benchmark::DoNotOptimize(out.output.data());
+    }
+    bench::set_counters(st, bench::core_flops(n, d) * (causal ? 0.5 : 1.0), bench::core_bytes(n, d));
+    st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
+    st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
+}
+
 // Sizes: n ∈ {64, 256, 1024, 2048, 4096} with d = 64, and n = 1024 with d = 128. The naive
 // backend stops at n = 1024 (its core at 4096 would take seconds per call).
-void sizes(benchmark::internal::Benchmark* bm) {
-    for (int backend : {0, 1, 2}) {
+void sizes(benchmark::internal::Benchmark* bm, std::initializer_list<int> backends) {
+    for (int backend : backends) {
         for (int n : {64, 256, 1024, 2048, 4096}) {
             if (backend == 0 && n > 1024) continue;
             bm->Args({backend, n, 64});
@@ -191,18 +214,25 @@ void sizes(benchmark::internal::Benchmark* bm) {
     }
     bm->ArgNames({"backend", "n", "d"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
+void kernel_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2}); }    // one kernel: no fused form
+void chain_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2, 3}); }  // the whole core
 
 }  // namespace
 
 BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul_square)->ArgsProduct({{0, 1, 2}, {1024}})->ArgNames({"backend", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_steps)->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})->ArgNames({"step", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_matmul)->Apply(sizes);
-BENCHMARK(BM_matmul_transposed)->Apply(sizes);
-BENCHMARK(BM_softmax_rows)->Apply(sizes);
-BENCHMARK(BM_core)->Apply(sizes);
-BENCHMARK(BM_core_fresh)->Apply(sizes);
-BENCHMARK(BM_layer)->Apply(sizes);
+BENCHMARK(BM_matmul)->Apply(kernel_sizes);
+BENCHMARK(BM_matmul_transposed)->Apply(kernel_sizes);
+BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);
+BENCHMARK(BM_core)->Apply(chain_sizes);
+BENCHMARK(BM_core_fresh)->Apply(chain_sizes);
+BENCHMARK(BM_layer)->Apply(chain_sizes);
+BENCHMARK(BM_core_long)
+    ->ArgsProduct({{2, 3}, {1024, 2048, 4096, 8192, 16384}, {0, 1}})
+    ->ArgNames({"backend", "n", "causal"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     benchmark::AddCustomContext("simd_instruction_set", attn::simd::instruction_set());

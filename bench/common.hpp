@@ -3,7 +3,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <fstream>
 #include <random>
+#include <string>
 
 #include "attention/attention.hpp"
 #include "simd/simd.hpp"
@@ -27,5 +29,16 @@ inline void set_counters(benchmark::State& st, double flops, double bytes) {
 // 4·n²·d: two products of 2·n·n·d flops each (Q·Kᵀ and α·V); the softmax's O(n²) is not counted.
 inline double core_flops(std::size_t n, std::size_t d) { return 4.0 * double(n) * double(n) * double(d); }
 inline double core_bytes(std::size_t n, std::size_t d) { return (4.0 * double(n) * double(d) + double(n) * double(n)) * 4; }
+
+// Peak resident memory of this process (VmHWM), reset by writing 5 to /proc/self/clear_refs (Linux),
+// so each benchmark reports its own peak. -1 where /proc does not offer it.
+inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+inline double peak_rss_mib() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // the value is in kB
+    return -1;
+}
 
 }  // namespace bench

@@ -16,12 +16,17 @@ enum class BLayout { k_by_n, transposed };
 // Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
 // past `cols` are zero, so the microkernel can always work on full batches.
 inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc, std::size_t j0,
-                std::size_t cols, float* panel) {
-    for (std::size_t p = 0; p < kc; ++p) {
-        float* dst = panel + p * NR;
-        for (std::size_t j = 0; j < cols; ++j) dst[j] = layout == BLayout::k_by_n ? B(p0 + p, j0 + j) : B(j0 + j, p0 + p);
-        std::fill(dst + cols, dst + NR, 0.0f);
+                       std::size_t cols, float* panel) {
+    if (layout == BLayout::k_by_n) {  // row p of the panel is a piece of row p0 + p of B
+        for (std::size_t p = 0; p < kc; ++p) std::copy_n(B.row(p0 + p).data() + j0, cols, panel + p * NR);
+    } else {  // column j of the panel is a piece of row j0 + j of B: read along B's rows
+        for (std::size_t j = 0; j < cols; ++j) {
+            const float* src = B.row(j0 + j).data() + p0;
+            for (std::size_t p = 0; p < kc; ++p) panel[p * NR + j] = src[p];
+        }
     }
+    if (cols < NR)
+        for (std::size_t p = 0; p < kc; ++p) std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0f);
 }
 
 inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
