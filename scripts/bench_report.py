@@ -14,7 +14,7 @@ import re
 import sys
 from collections import defaultdict
 
-BACKENDS = {0: "naive", 1: "simd", 2: "parallel"}
+BACKENDS = {0: "naive", 1: "simd", 2: "parallel", 3: "fused"}
 
 
 def load(path):
@@ -44,7 +44,7 @@ def to_ms(run):
 
 
 def collect(runs):
-    table = defaultdict(dict)  # (family, n, d) -> {column: (ms, gflops)}
+    table = defaultdict(dict)  # (family, (("n", 1024), ("d", 64), …)) -> {column: (ms, gflops, rss)}
     peak = {}
     steps = []  # (step, label, ms, gflops) of BM_gemm_steps
     for r in runs:
@@ -57,15 +57,15 @@ def collect(runs):
             steps.append((args["step"], r.get("label", ""), to_ms(r), gflops))
             continue
         if family == "core_openblas":
-            column = f"openblas-{args['threads']}t"
+            column = f"openblas-{args.pop('threads')}t"
         else:
-            column = BACKENDS[args["backend"]]
-        table[(family, args.get("n"), args.get("d"))][column] = (to_ms(r), gflops)
+            column = BACKENDS[args.pop("backend")]
+        table[(family, tuple(args.items()))][column] = (to_ms(r), gflops, r.get("peak_rss_MiB"))
     return table, peak, sorted(steps)
 
 
 def peak_for(column, peak):
-    threads = 2 if column in ("parallel", "openblas-2t") else 1
+    threads = 2 if column in ("parallel", "fused", "openblas-2t") else 1
     return peak.get(threads)
 
 
@@ -92,55 +92,98 @@ def markdown(table, peak, context):
     for key in table:
         if key[0] not in families:
             families.append(key[0])
-    order = ["naive", "simd", "parallel", "openblas-1t", "openblas-2t"]
+    order = ["naive", "simd", "parallel", "fused", "openblas-1t", "openblas-2t"]
     for family in families:
-        keys = sorted(k for k in table if k[0] == family)
+        keys = sorted((k for k in table if k[0] == family), key=lambda k: [v for _, v in k[1]][::-1])
         columns = [c for c in order if any(c in table[k] for k in keys)]
+        arg_names = [name for name, _ in keys[0][1]]
         out.append("")
         out.append(f"### {family}")
         out.append("")
-        out.append("| n | d | " + " | ".join(columns) + " |")
-        out.append("|---|---|" + "---|" * len(columns))
+        out.append("| " + " | ".join(arg_names + columns) + " |")
+        out.append("|" + "---|" * (len(arg_names) + len(columns)))
         for k in keys:
-            cells = []
+            cells = [str(v) for _, v in k[1]]
             for c in columns:
                 if c not in table[k]:
                     cells.append("–")
                     continue
-                ms, g = table[k][c]
+                ms, g, rss = table[k][c]
                 p = peak_for(c, peak)
                 cell = f"{ms:.3f} ms"
                 if g:
                     cell += f", {g:.1f} GFLOP/s"
                     if p:
                         cell += f" ({100 * g / p:.0f}%)"
+                if rss is not None:
+                    cell += f", RSS {rss:.0f} MiB"
                 cells.append(cell)
-            out.append(f"| {k[1]} | {k[2] if k[2] is not None else ''} | " + " | ".join(cells) + " |")
+            out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
+def series(table, family, column, **fixed):
+    """[(n, (ms, gflops, rss))] of one column of a family, for rows whose other arguments match `fixed`."""
+    pts = []
+    for (fam, args), cells in table.items():
+        a = dict(args)
+        if fam == family and column in cells and all(a.get(k) == v for k, v in fixed.items()):
+            pts.append((a["n"], cells[column]))
+    return sorted(pts)
+
+
 def plot(table, peak, path):
+    """GFLOP/s of the core against n, one line per backend, the measured peaks as dashed lines."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    lines = [("core", "naive"), ("core", "simd"), ("core", "parallel"),
-             ("core_openblas", "openblas-1t"), ("core_openblas", "openblas-2t")]
-    for family, column in lines:
-        pts = sorted((k[1], table[k][column][1]) for k in table if k[0] == family and k[2] == 64 and column in table[k])
+    for family, column in [("core", "naive"), ("core", "simd"), ("core", "parallel"), ("core", "fused"),
+                           ("core_openblas", "openblas-1t"), ("core_openblas", "openblas-2t")]:
+        pts = series(table, family, column, d=64)
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{column}")
+            ax.plot([n for n, _ in pts], [c[1] for _, c in pts], marker="o", label=column)
     for threads, g in sorted(peak.items()):
         ax.axhline(g, linestyle="--", color="grey" if threads == 1 else "black", linewidth=1)
-        ax.text(64, g * 1.02, f"FMA peak, {threads} thread{'s' if threads > 1 else ''}", fontsize=8)
+        ax.text(0.01, g * 1.03, f"FMA peak, {threads} thread{'s' if threads > 1 else ''}", fontsize=8,
+                transform=ax.get_yaxis_transform())  # x in axes fractions, y in GFLOP/s
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (sequence length), d = 64")
     ax.set_ylabel("GFLOP/s (4·n²·d per call)")
-    ax.set_title("Attention core softmax(QKᵀ/√d)·V")
+    ax.set_title("Attention core softmax(Q·K^T/√d)·V")
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_long(table, path):
+    """Time and peak memory against n, materialised (parallel) against fused, causal or not."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (t_ax, m_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for column in ("parallel", "fused"):
+        for causal in (0, 1):
+            pts = series(table, "core_long", column, causal=causal)
+            if not pts:
+                continue
+            name = ("materialised" if column == "parallel" else "fused") + (", causal" if causal else "")
+            style = "-" if causal == 0 else "--"
+            t_ax.plot([n for n, _ in pts], [c[0] for _, c in pts], style, marker="o", label=name)
+            m_ax.plot([n for n, _ in pts], [c[2] for _, c in pts], style, marker="o", label=name)
+    for ax, label in ((t_ax, "time per call (ms)"), (m_ax, "peak resident memory (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("n, d = 64, 2 threads")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    t_ax.set_title("Time: both grow as n², fused faster")
+    m_ax.set_title("Memory: n² materialised, flat fused")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -150,6 +193,7 @@ def main():
     ap.add_argument("json")
     ap.add_argument("--markdown", help="write the tables here (default: stdout)")
     ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
+    ap.add_argument("--plot-long", help="write a PNG plot of time and memory, materialised vs fused, here")
     a = ap.parse_args()
     context, runs = load(a.json)
     table, peak, steps = collect(runs)
@@ -161,6 +205,8 @@ def main():
         sys.stdout.write(text)
     if a.plot:
         plot(table, peak, a.plot)
+    if a.plot_long:
+        plot_long(table, a.plot_long)
 
 
 if __name__ == "__main__":
