@@ -119,6 +119,22 @@ void BM_matmul_transposed(benchmark::State& st) {
     st.SetLabel(attn::to_string(b));
 }
 
+// What folding c = 1/√d into the score kernel saves: the same S' = c·Q·Kᵀ, either scaled as each
+// tile leaves the registers (fused = 1) or by a separate pass over S afterwards (fused = 0). 1 thread.
+void BM_scale_folding(benchmark::State& st) {
+    const bool fused = st.range(0) != 0;
+    const std::size_t n = arg(st, 1), d = 64;
+    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
+    Matrix S;
+    for (auto _ : st) {
+        attn::simd::matmul_transposed(Q, K, fused ? 0.125f : 1.0f, S, attn::simd::Threads::one);
+        if (!fused) attn::scale_in_place(S, 0.125f);
+        benchmark::DoNotOptimize(S.data());
+    }
+    bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
+    st.SetLabel(fused ? "scale folded into the kernel" : "separate scale pass");
+}
+
 // softmax_row over an n×n score matrix, step 5. Re-filled each iteration outside the timing.
 void BM_softmax_rows(benchmark::State& st) {
     const Backend b = backend_of(st);
@@ -223,6 +239,7 @@ void chain_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2, 3}); 
 BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul_square)->ArgsProduct({{0, 1, 2}, {1024}})->ArgNames({"backend", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_steps)->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})->ArgNames({"step", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_scale_folding)->ArgsProduct({{0, 1}, {1024, 2048, 4096}})->ArgNames({"fused", "n"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Apply(kernel_sizes);
 BENCHMARK(BM_matmul_transposed)->Apply(kernel_sizes);
 BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);

@@ -58,6 +58,8 @@ def collect(runs):
             continue
         if family == "core_openblas":
             column = f"openblas-{args.pop('threads')}t"
+        elif family == "scale_folding":
+            column = "folded" if args.pop("fused") else "separate pass"
         else:
             column = BACKENDS[args.pop("backend")]
         table[(family, tuple(args.items()))][column] = (to_ms(r), gflops, r.get("peak_rss_MiB"))
@@ -92,7 +94,7 @@ def markdown(table, peak, context):
     for key in table:
         if key[0] not in families:
             families.append(key[0])
-    order = ["naive", "simd", "parallel", "fused", "openblas-1t", "openblas-2t"]
+    order = ["naive", "simd", "parallel", "fused", "openblas-1t", "openblas-2t", "separate pass", "folded"]
     for family in families:
         keys = sorted((k for k in table if k[0] == family), key=lambda k: [v for _, v in k[1]][::-1])
         columns = [c for c in order if any(c in table[k] for k in keys)]

@@ -13,7 +13,10 @@
 //    reuse it against every MR-row strip of A: the panel (16 KiB with AVX2, 32 KiB with AVX-512)
 //    stays in L1, the MC×KC block of A being swept (72 KiB) in L2, all KC×NC panels in L3.
 //
-// What each step bought, on this machine (BM_gemm_steps, 1024³, one thread): docs/performance.md.
+// What each step bought (BM_gemm_steps, 1024³, one thread, AVX-512 machine of docs/performance.md,
+// whose FMA peak measured 212 GFLOP/s):
+//     i-j-k 0.43 GFLOP/s → i-k-j scalar 6.1 (14×) → i-k-j xsimd 40 (6.6×) → register tile 126 (3.1×)
+//     → packed panels and cache blocks 184 (1.5×, 86% of peak).
 //
 // The same code computes A·Bᵀ: only the packing differs. A panel of Bᵀ is read from NR rows of B,
 // so S = Q·Kᵀ never builds Kᵀ; the transposition happens one small panel at a time while packing.

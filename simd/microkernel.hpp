@@ -7,7 +7,8 @@
 //     c_r· += a_rp · b_p·        for r = 0..5, all NR columns at once
 //
 // 8 loads feed 12 FMAs (192 flops with AVX2), and C is read and written once per call instead of
-// once per p. Measured (bench BM_gemm_steps, 1024³, one thread): see docs/performance.md.
+// once per p. Measured (BM_gemm_steps, 1024³, one thread): i-k-j with vectors 40 GFLOP/s, this
+// tile run straight on B 126 GFLOP/s (3.1×), on packed panels inside cache blocks 184 GFLOP/s.
 #pragma once
 
 #include <algorithm>

@@ -14,8 +14,8 @@ namespace attn::simd {
 
 
 float dot(const float* a, const float* b, std::size_t n) {
-    // Four accumulators: one FMA chain would wait ~4 cycles on each previous result; four chains in
-    // flight keep both FMA units busy (measured: 12 → 27 GFLOP/s for n = 4096 on this machine).
+    // Four accumulators: with one, every FMA waits for the previous result (about 4 cycles); four
+    // independent chains keep the FMA units busy.
     Batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
     std::size_t k = 0;
     for (; k + 4 * W <= n; k += 4 * W) {
@@ -38,8 +38,9 @@ void axpy(float alpha, const float* x, float* y, std::size_t n) {
 }
 
 float exp_and_sum(std::span<float> x, float shift) {
-    // xsimd::exp evaluates e^x for W lanes with a polynomial, ~10× faster than a loop of std::exp
-    // (0.49 vs 4.85 ns per element here) and within 2 ulp of it.
+    // xsimd::exp evaluates e^x for W lanes at once with a polynomial, within 2e-7 relative of exp
+    // (tests/test_simd.cpp). The whole vectorised softmax, of which this is most of the work, runs
+    // in 0.35 ns per element against 6.0 ns for the std::exp loop (BM_softmax_rows, n = 1024).
     const Batch s(shift);
     Batch sum(0.0f);
     std::size_t k = 0;
