@@ -97,30 +97,32 @@ SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
     if (W_Q_.cols() != W_K_.cols()) fail("W_Q and W_K need the same width d_k");
 }
 
-AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options,
-                                             AttentionTrace* trace) const {
+SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, Backend b) const {
     // [step 1] X: one d_model-wide embedding per token    (n×d_model)
     if (X.cols() != W_Q_.rows()) {
         throw std::invalid_argument("SingleHeadAttention::forward: X (" + shape_string(X) + ") needs d_model = " +
                                     std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");
     }
-    const Backend b = options.backend;
-    Matrix Q, K, V;
-
+    Projections p;
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
-    kernels::matmul(X, W_Q_, Q, b);
+    kernels::matmul(X, W_Q_, p.Q, b);
     // [step 2.K] K = X·W_K     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token offers to be found by
-    kernels::matmul(X, W_K_, K, b);
+    kernels::matmul(X, W_K_, p.K, b);
     // [step 2.V] V = X·W_V     (n×d_model)·(d_model×d_v) → (n×d_v);  what each token hands over when chosen
-    kernels::matmul(X, W_V_, V, b);
+    kernels::matmul(X, W_V_, p.V, b);
+    return p;
+}
 
+AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options,
+                                             AttentionTrace* trace) const {
+    const Projections p = project(X, options.backend);  // steps 1–2
     if (trace) {
         trace->X = X;
-        trace->Q = Q;
-        trace->K = K;
-        trace->V = V;
+        trace->Q = p.Q;
+        trace->K = p.K;
+        trace->V = p.V;
     }
-    return scaled_dot_product_attention(Q, K, V, options, trace);  // steps 3–6
+    return scaled_dot_product_attention(p.Q, p.K, p.V, options, trace);  // steps 3–6
 }
 
 std::string to_string(Scale scale) {

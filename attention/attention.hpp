@@ -74,6 +74,12 @@ public:
     AttentionResult forward(const Matrix& X, const AttentionOptions& options = {},
                             AttentionTrace* trace = nullptr) const;
 
+    // Steps 1–2 alone: Q, K, V for X (forward = project, then scaled_dot_product_attention).
+    struct Projections {
+        Matrix Q, K, V;
+    };
+    Projections project(const Matrix& X, Backend backend = Backend::naive) const;
+
     const Matrix& W_Q() const { return W_Q_; }
     const Matrix& W_K() const { return W_K_; }
     const Matrix& W_V() const { return W_V_; }

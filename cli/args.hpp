@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention/attention.hpp"
+
 namespace attn::cli {
 
 // Bad command line: main prints "attn: error: <what>" and exits 2.
@@ -26,5 +28,10 @@ inline bool option_value(std::span<const std::string> args, std::size_t& i, cons
     value = args[++i];
     return true;
 }
+
+// Option values shared by the subcommands; `command` names the subcommand in the error message.
+Scale parse_scale(const std::string& value, const std::string& command);      // sqrt | dk | none
+Backend parse_backend(const std::string& value, const std::string& command);  // naive | simd | parallel | fused
+int parse_precision(const std::string& value, const std::string& command);    // 0 … 8
 
 }  // namespace attn::cli

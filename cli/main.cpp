@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/args.hpp"
+#include "cli/run.hpp"
 #include "cli/walk.hpp"
 #include "simd/simd.hpp"
 
@@ -17,6 +18,7 @@ Single-head scaled dot-product attention, computed the way the lesson writes it.
 
 Commands:
   walk        the lesson's worked example (猫 坐 地毯), every step printed with its numbers
+  run         the chain on your own matrices (.npy or .csv), printed or written as .npy
 
 Options:
   -h, --help  this text (and `attn <command> --help` for a command's options)
@@ -42,6 +44,7 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (command == "walk") return attn::cli::run_walk(rest);
+    if (command == "run") return attn::cli::run_run(rest);
     throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
 }
 

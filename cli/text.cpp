@@ -62,7 +62,8 @@ Options:
   --causal               apply the causal mask (exercise 4)
   --scale sqrt|dk|none   divide the scores by √d_k (default), by d_k, or not at all (exercise 1)
   --backend naive|simd|parallel
-                         which kernels compute each step (default naive: the textbook loops)
+                         which kernels compute each step (default naive: the textbook loops;
+                         fused has no α to show, so walk does not offer it)
   --precision N          digits after the decimal point, 0 to 8 (default 4)
   --color auto|always|never
                          heat map colours (default auto: only on a terminal, never with NO_COLOR)

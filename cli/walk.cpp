@@ -33,15 +33,6 @@ struct WalkOptions {
     bool help = false;
 };
 
-Backend parse_backend(const std::string& v) {
-    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
-        if (v == to_string(b)) return b;
-    if (v == "fused")
-        throw UsageError("walk: the fused backend computes the output without ever storing S or α, so it has no "
-                         "steps 3–5 to show; use --backend naive, simd or parallel");
-    throw UsageError("walk: --backend must be naive, simd or parallel, got '" + v + "'");
-}
-
 WalkOptions parse(std::span<const std::string> args) {
     WalkOptions o;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -54,16 +45,14 @@ WalkOptions parse(std::span<const std::string> args) {
             if (v != "en" && v != "zh") throw UsageError("walk: --lang must be en or zh, got '" + v + "'");
             o.lang = v == "zh" ? Lang::zh : Lang::en;
         } else if (option_value(args, i, "--scale", v)) {
-            if (v == "sqrt") o.attention.scale = Scale::sqrt_dk;
-            else if (v == "dk") o.attention.scale = Scale::dk;
-            else if (v == "none") o.attention.scale = Scale::none;
-            else throw UsageError("walk: --scale must be sqrt, dk or none, got '" + v + "'");
+            o.attention.scale = parse_scale(v, "walk");
         } else if (option_value(args, i, "--backend", v)) {
-            o.attention.backend = parse_backend(v);
+            o.attention.backend = parse_backend(v, "walk");
+            if (o.attention.backend == Backend::fused)
+                throw UsageError("walk: the fused backend computes the output without ever storing S or α, so it has "
+                                 "no steps 3–5 to show; use --backend naive, simd or parallel");
         } else if (option_value(args, i, "--precision", v)) {
-            if (v.size() != 1 || v[0] < '0' || v[0] > '8')
-                throw UsageError("walk: --precision must be a whole number from 0 to 8, got '" + v + "'");
-            o.precision = v[0] - '0';
+            o.precision = parse_precision(v, "walk");
         } else if (option_value(args, i, "--color", v)) {
             if (v == "auto") o.color = Color::automatic;
             else if (v == "always") o.color = Color::always;

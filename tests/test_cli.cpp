@@ -1,11 +1,17 @@
 // `attn` as a learner runs it: the walkthrough's numbers, languages, colour, and exit codes.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <sstream>
 
 #include "attention/attention.hpp"
 #include "attention/worked_example.hpp"
+#include "matrix/io.hpp"
+#include "matrix/ops.hpp"
 #include "matrix/print.hpp"
+#include "random.hpp"
 #include "run_attn.hpp"
 
 using Catch::Contains;
@@ -176,7 +182,7 @@ TEST_CASE("attn walk --backend simd and parallel print the same numbers as naive
     CHECK_THAT(fused.err, Contains("without ever storing S or α"));
     const RunResult bad = run_attn("walk --backend gpu");
     CHECK(bad.status == 2);
-    CHECK_THAT(bad.err, Contains("--backend must be naive, simd or parallel, got 'gpu'"));
+    CHECK_THAT(bad.err, Contains("--backend must be naive, simd, parallel or fused, got 'gpu'"));
 }
 
 TEST_CASE("attn --version names the instruction set, batch width and threads", "[cli]") {
@@ -194,4 +200,115 @@ TEST_CASE("help lists the subcommands and the walk options", "[cli]") {
     CHECK(walk.status == 0);
     CHECK_THAT(walk.out, Contains("--causal") && Contains("--scale sqrt|dk|none") && Contains("--precision"));
     CHECK_THAT(run_attn("walk --help --lang zh").out, Contains("用法"));
+}
+
+// ---- attn run --------------------------------------------------------------------------------
+
+namespace {
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        static int counter = 0;
+        path = std::filesystem::temp_directory_path() /
+               ("attn-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+    std::string file(const std::string& name, const attn::Matrix& m) const {
+        const std::string p = (path / name).string();
+        attn::write_npy_files({{p, &m}});
+        return p;
+    }
+    std::string text(const std::string& name, const std::string& content) const {
+        const std::string p = (path / name).string();
+        std::ofstream(p) << content;
+        return p;
+    }
+};
+
+std::string as_csv(const attn::Matrix& m) {
+    std::ostringstream out;
+    out.precision(9);
+    for (std::size_t i = 0; i < m.rows(); ++i)
+        for (std::size_t j = 0; j < m.cols(); ++j) out << m(i, j) << (j + 1 < m.cols() ? "," : "\n");
+    return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("attn run --out writes output.npy and attn.npy equal to the library's result", "[cli][run]") {
+    std::mt19937 rng(41);
+    const TempDir dir;
+    const attn::Matrix Q = random_matrix(9, 5, rng), K = random_matrix(9, 5, rng), V = random_matrix(9, 3, rng);
+    const std::string args = "run --q " + dir.file("q.npy", Q) + " --k " + dir.file("k.npy", K) + " --v " +
+                             dir.file("v.npy", V) + " --causal --out " + (dir.path / "out").string();
+    const RunResult r = run_attn(args);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("output.npy (9×3)") && Contains("attn.npy (9×9)"));
+    const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = attn::Backend::parallel});
+    CHECK(attn::read_matrix((dir.path / "out" / "output.npy").string()) == want.output);
+    CHECK(attn::read_matrix((dir.path / "out" / "attn.npy").string()) == want.weights);
+}
+
+TEST_CASE("attn run on the worked example from CSV, with lesson and PyTorch weight layouts", "[cli][run]") {
+    const TempDir dir;
+    namespace ex = attn::worked_example;
+    const std::string x = dir.text("x.csv", as_csv(ex::X()));
+    const std::string lesson = "run --x " + x + " --wq " + dir.text("wq.csv", as_csv(ex::W_Q())) + " --wk " +
+                               dir.text("wk.csv", as_csv(ex::W_K())) + " --wv " + dir.text("wv.csv", as_csv(ex::W_V()));
+    const std::string torch = "run --x " + x + " --wq " + dir.text("tq.csv", as_csv(attn::transpose(ex::W_Q()))) +
+                              " --wk " + dir.text("tk.csv", as_csv(attn::transpose(ex::W_K()))) + " --wv " +
+                              dir.text("tv.csv", as_csv(attn::transpose(ex::W_V()))) + " --torch-weights";
+    for (const std::string& args : {lesson + " --backend naive", torch + " --backend simd --time"}) {
+        INFO(args);
+        const RunResult r = run_attn(args);
+        REQUIRE(r.status == 0);
+        CHECK(matrix_after(r.out, "output O")[0] == std::vector<float>{0.7502f, 0.2610f, 0.5630f});
+        CHECK(matrix_after(r.out, "attention weights")[0] == std::vector<float>{0.4838f, 0.2844f, 0.2317f});
+    }
+    CHECK_THAT(run_attn(torch + " --time").out, Contains("time: read") && Contains("steps 3–6 (attention)"));
+    const RunResult forgot = run_attn(torch.substr(0, torch.find(" --torch-weights")));
+    CHECK(forgot.status == 2);
+    CHECK_THAT(forgot.err, Contains("x.csv (3×4) and ") && Contains("tq.csv (3×4)") && Contains("pass --torch-weights"));
+}
+
+TEST_CASE("attn run with the fused backend writes no attn.npy and says why α is missing", "[cli][run]") {
+    std::mt19937 rng(42);
+    const TempDir dir;
+    const attn::Matrix Q = random_matrix(7, 4, rng), K = random_matrix(7, 4, rng), V = random_matrix(7, 2, rng);
+    const std::string inputs = "run --backend fused --q " + dir.file("q.npy", Q) + " --k " + dir.file("k.npy", K) +
+                               " --v " + dir.file("v.npy", V);
+    CHECK_THAT(run_attn(inputs).out, Contains("not formed by the fused backend"));
+    REQUIRE(run_attn(inputs + " --out " + (dir.path / "o").string()).status == 0);
+    CHECK(std::filesystem::exists(dir.path / "o" / "output.npy"));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "o" / "attn.npy"));
+}
+
+TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output written", "[cli][run][errors]") {
+    const TempDir dir;
+    const attn::Matrix good(4, 3, 0.5f);
+    const std::string q = dir.file("q.npy", good), k = dir.file("k.npy", good), v = dir.file("v.npy", good);
+    const std::string out = (dir.path / "out").string();
+    const auto check_refused = [&](const std::string& args, const std::string& message) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args + " --out " + out);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Contains("attn: error: ") && Contains(message));
+        CHECK((!std::filesystem::exists(out) || std::filesystem::is_empty(out)));
+    };
+    check_refused("run --q " + q + " --k " + k + " --v " + dir.text("bad.npy", "not numpy"), "bad.npy: not a .npy file");
+    check_refused("run --q " + q + " --k " + k + " --v " + dir.text("e.csv", ""), "e.csv: empty file");
+    check_refused("run --q " + q + " --k " + k + " --v " + dir.text("r.csv", "1,2\n3\n"), "r.csv: line 2 has 1 values");
+    check_refused("run --q " + q + " --k " + k + " --v " + dir.text("n.csv", "1,2\n3,nan\n"), "n.csv: NaN at row 2, column 2");
+    check_refused("run --q " + q + " --k " + k + " --v " + (dir.path / "none.npy").string(), "none.npy: cannot open");
+    check_refused("run --q " + q + " --k " + dir.file("k5.npy", attn::Matrix(4, 5)) + " --v " + v,
+                  "q.npy (4×3) and " + (dir.path / "k5.npy").string() + " (4×5)");
+    check_refused("run --q " + q + " --k " + k + " --v " + dir.file("v9.npy", attn::Matrix(9, 3)), "K and V must have the same number of rows");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory 20", "more than the --max-memory limit of 20 bytes");
+    check_refused("run --q " + q + " --k " + k, "the core needs all of --q, --k and --v");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --x " + q, "not both");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory lots", "--max-memory takes a size");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --backend quantum", "--backend must be naive, simd, parallel or fused");
+    check_refused("run", "no input given");
 }

@@ -1,0 +1,23 @@
+#include "cli/args.hpp"
+
+namespace attn::cli {
+
+Scale parse_scale(const std::string& v, const std::string& command) {
+    for (Scale s : {Scale::sqrt_dk, Scale::dk, Scale::none})
+        if (v == to_string(s)) return s;
+    throw UsageError(command + ": --scale must be sqrt, dk or none, got '" + v + "'");
+}
+
+Backend parse_backend(const std::string& v, const std::string& command) {
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused})
+        if (v == to_string(b)) return b;
+    throw UsageError(command + ": --backend must be naive, simd, parallel or fused, got '" + v + "'");
+}
+
+int parse_precision(const std::string& v, const std::string& command) {
+    if (v.size() != 1 || v[0] < '0' || v[0] > '8')
+        throw UsageError(command + ": --precision must be a whole number from 0 to 8, got '" + v + "'");
+    return v[0] - '0';
+}
+
+}  // namespace attn::cli
