@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Cross-check `attn run` against PyTorch, case by case.
+
+    /usr/bin/python3 scripts/verify_with_pytorch.py [--attn build/attn]
+
+For random shapes (odd sizes, d_v ≠ d_k), causal and not, every backend, both the full layer and the
+core: the inputs are saved as .npy, `attn run --out` computes them, and PyTorch computes the lesson's
+SingleHeadAttention in float64 (nn.Linear projections, Q·Kᵀ/√d_k, masked_fill(−inf), softmax, ·V).
+The layer case hands attn PyTorch's own nn.Linear weights with --torch-weights. Prints the largest
+error of each case; exits 1 if any element differs by more than 1e-5 relative (plus 1e-6 absolute).
+Exits 0 with a line starting "SKIPPED" when torch cannot be imported (Debian: python3-torch).
+"""
+import argparse
+import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"SKIPPED: PyTorch cross-check needs torch and numpy ({e}); install python3-torch")
+    sys.exit(0)
+
+REL, ABS = 1e-5, 1e-6
+BACKENDS = ["naive", "simd", "parallel", "fused"]
+SHAPES = [  # (n, d_model, d_k, d_v)
+    (1, 1, 1, 1), (3, 4, 3, 3), (7, 5, 3, 9), (33, 16, 8, 5), (64, 32, 64, 17), (130, 48, 24, 40), (300, 64, 64, 64),
+]
+
+
+def torch_attention(X, W_Q, W_K, W_V, causal):
+    """The lesson's SingleHeadAttention in float64; W_* are nn.Linear weights (d_out × d_model)."""
+    d_model, d_k, d_v = X.shape[1], W_Q.shape[0], W_V.shape[0]
+    layers = []
+    for W, d_out in ((W_Q, d_k), (W_K, d_k), (W_V, d_v)):
+        lin = torch.nn.Linear(d_model, d_out, bias=False).double()
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W))
+        layers.append(lin)
+    with torch.no_grad():
+        Xt = torch.from_numpy(X)
+        Q, K, V = (lin(Xt) for lin in layers)
+        return (Q, K, V) + core(Q, K, V, causal)
+
+
+def core(Q, K, V, causal):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if causal:
+        n = scores.shape[0]
+        scores = scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+def compare(name, got, want):
+    want = want.numpy() if hasattr(want, "numpy") else want
+    err = np.abs(got.astype(np.float64) - want)
+    # how much of the allowed 1e-5·|want| + 1e-6 the worst element uses (≤ 1 passes)
+    used = float(np.max(err / (REL * np.abs(want) + ABS))) if err.size else 0.0
+    return used <= 1.0, f"{name}: max abs error {float(err.max()) if err.size else 0.0:.2e}, {100 * used:.0f}% of tolerance"
+
+
+def run_attn(attn, args, out):
+    result = subprocess.run([attn, "run", *args, "--out", str(out)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"attn run {' '.join(args)} failed: {result.stderr.strip()}")
+    output = np.load(out / "output.npy")
+    weights = np.load(out / "attn.npy") if (out / "attn.npy").exists() else None
+    return output, weights
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--attn", default=str(Path(__file__).resolve().parent.parent / "build" / "attn"))
+    attn = ap.parse_args().attn
+    rng = np.random.default_rng(2026)
+    failures = cases = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for n, d_model, d_k, d_v in SHAPES:
+            X = rng.standard_normal((n, d_model)).astype(np.float32)
+            W = [(rng.standard_normal((d, d_model)) / math.sqrt(d_model)).astype(np.float32) for d in (d_k, d_k, d_v)]
+            for name, arr in zip(("x", "wq", "wk", "wv"), [X] + W):
+                np.save(tmp / f"{name}.npy", arr)
+            for causal in (False, True):
+                Q, K, V, out_ref, w_ref = torch_attention(X.astype(np.float64), *(w.astype(np.float64) for w in W), causal)
+                # the core case gets float32 Q, K, V, as a user's own files would be
+                for name, t in zip(("q", "k", "v"), (Q, K, V)):
+                    np.save(tmp / f"{name}.npy", t.numpy().astype(np.float32))
+                out_core, w_core = core(*(torch.from_numpy(np.load(tmp / f"{m}.npy")).double() for m in "qkv"), causal)
+                for backend in BACKENDS:
+                    extra = ["--backend", backend] + (["--causal"] if causal else [])
+                    for mode, args, refs in (
+                        ("layer", ["--x", tmp / "x.npy", "--wq", tmp / "wq.npy", "--wk", tmp / "wk.npy",
+                                   "--wv", tmp / "wv.npy", "--torch-weights"], (out_ref, w_ref)),
+                        ("core", ["--q", tmp / "q.npy", "--k", tmp / "k.npy", "--v", tmp / "v.npy"], (out_core, w_core)),
+                    ):
+                        out_dir = tmp / f"out-{cases}"
+                        output, weights = run_attn(attn, [str(a) for a in args] + extra, out_dir)
+                        results = [compare("output", output, refs[0])]
+                        if backend != "fused":
+                            results.append(compare("α", weights, refs[1]))
+                        ok = all(r[0] for r in results)
+                        cases += 1
+                        failures += not ok
+                        label = f"n={n} d_model={d_model} d_k={d_k} d_v={d_v} {'causal' if causal else 'full'} {backend} {mode}"
+                        print(f"{'ok  ' if ok else 'FAIL'} {label}: " + "; ".join(r[1] for r in results))
+    print(f"{cases - failures} passed, {failures} failed (PyTorch {torch.__version__}, float64 reference)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
