@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/args.hpp"
+#include "cli/exercise.hpp"
 #include "cli/run.hpp"
 #include "cli/walk.hpp"
 #include "simd/simd.hpp"
@@ -19,6 +20,8 @@ Single-head scaled dot-product attention, computed the way the lesson writes it.
 Commands:
   walk        the lesson's worked example (猫 坐 地毯), every step printed with its numbers
   run         the chain on your own matrices (.npy or .csv), printed or written as .npy
+  exercise N  the lesson's exercises 1–5 as experiments that measure and explain
+  variance    Monte Carlo of Var(q·k) before and after ÷√d_k
 
 Options:
   -h, --help  this text (and `attn <command> --help` for a command's options)
@@ -45,6 +48,8 @@ int run(const std::vector<std::string>& args) {
     }
     if (command == "walk") return attn::cli::run_walk(rest);
     if (command == "run") return attn::cli::run_run(rest);
+    if (command == "exercise") return attn::cli::run_exercise(rest);
+    if (command == "variance") return attn::cli::run_variance(rest);
     throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
 }
 

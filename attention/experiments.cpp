@@ -1,0 +1,150 @@
+#include "attention/experiments.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "attention/worked_example.hpp"
+#include "matrix/ops.hpp"
+
+namespace attn::experiments {
+
+namespace {
+
+Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    Matrix m(rows, cols);
+    for (std::size_t k = 0; k < m.size(); ++k) m.data()[k] = normal(rng);
+    return m;
+}
+
+std::size_t argmax(std::span<const float> row) {
+    return static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+}  // namespace
+
+RowStats row_stats(std::span<const float> alpha) {
+    RowStats s;
+    double sum_sq = 0;
+    for (float a : alpha) {
+        if (a > 0) s.entropy -= a * std::log(double(a));
+        s.max_weight = std::max(s.max_weight, double(a));
+        sum_sq += double(a) * a;
+    }
+    // ‖J‖²_F = Σ_i Σ_j α_i²(δ_ij − α_j)² = Σ_i α_i²(1 − 2α_i + Σ_j α_j²)
+    double norm_sq = 0;
+    for (float a : alpha) norm_sq += double(a) * a * (1.0 - 2.0 * a + sum_sq);
+    s.jacobian_norm = std::sqrt(std::max(norm_sq, 0.0));
+    return s;
+}
+
+std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
+                                              unsigned seed) {
+    std::vector<ScalingResult> results;
+    std::mt19937_64 rng(seed);
+    for (std::size_t d_k : dims) {
+        const Matrix Q = normal_matrix(rows, d_k, rng), K = normal_matrix(keys, d_k, rng), V(keys, 1, 0.0f);
+        for (Scale scale : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
+            const Matrix alpha = scaled_dot_product_attention(Q, K, V, {.scale = scale}).weights;
+            ScalingResult r{d_k, scale, {}};
+            for (std::size_t i = 0; i < rows; ++i) {
+                const RowStats s = row_stats(alpha.row(i));
+                r.mean.entropy += s.entropy / double(rows);
+                r.mean.max_weight += s.max_weight / double(rows);
+                r.mean.jacobian_norm += s.jacobian_norm / double(rows);
+            }
+            results.push_back(r);
+        }
+    }
+    return results;
+}
+
+DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned seed) {
+    std::mt19937_64 rng(seed);
+    const Matrix X = worked_example::X();
+    const std::size_t n = X.rows();
+    DiagonalResult r;
+    r.draws = draws;
+    std::size_t independent = 0, tied = 0;
+    for (std::size_t t = 0; t < draws; ++t) {
+        const Matrix W_Q = normal_matrix(X.cols(), d_k, rng), W_K = normal_matrix(X.cols(), d_k, rng);
+        const Matrix Q = matmul(X, W_Q), S = matmul(Q, transpose(matmul(X, W_K)));
+        const Matrix S_tied = matmul(Q, transpose(Q));  // W_K = W_Q: S_ij = (x_i·W)·(x_j·W)
+        for (std::size_t i = 0; i < n; ++i) {
+            independent += argmax(S.row(i)) == i;
+            tied += argmax(S_tied.row(i)) == i;
+            for (std::size_t j = 0; j < n; ++j)
+                r.tied_pair_violations += S_tied(i, j) > std::max(S_tied(i, i), S_tied(j, j)) * (1 + 1e-5f) + 1e-5f;
+        }
+    }
+    r.independent_fraction = double(independent) / double(draws * n);
+    r.tied_fraction = double(tied) / double(draws * n);
+    return r;
+}
+
+std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend,
+                                           const std::function<void(std::size_t)>& progress) {
+    std::vector<GrowthPoint> points;
+    std::mt19937_64 rng(3);
+    for (std::size_t n : ns) {
+        if (progress) progress(n);
+        const Matrix Q = normal_matrix(n, 64, rng), K = normal_matrix(n, 64, rng), V = normal_matrix(n, 64, rng);
+        const auto start = std::chrono::steady_clock::now();
+        const AttentionResult r = scaled_dot_product_attention(Q, K, V, {.backend = backend});
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        points.push_back({n, n * n, r.weights.size() * sizeof(float), seconds});
+    }
+    return points;
+}
+
+double fitted_exponent(const std::vector<double>& x, const std::vector<double>& y) {
+    double mx = 0, my = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        mx += std::log(x[k]) / double(x.size());
+        my += std::log(y[k]) / double(x.size());
+    }
+    double sxy = 0, sxx = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        sxy += (std::log(x[k]) - mx) * (std::log(y[k]) - my);
+        sxx += (std::log(x[k]) - mx) * (std::log(x[k]) - mx);
+    }
+    return sxy / sxx;
+}
+
+std::vector<double> context_contribution(const Matrix& alpha, const Matrix& V, std::size_t row) {
+    std::vector<double> sum(V.cols(), 0.0);
+    for (std::size_t j = 0; j < V.rows(); ++j) {
+        if (j == row) continue;
+        for (std::size_t k = 0; k < V.cols(); ++k) sum[k] += double(alpha(row, j)) * (double(V(j, k)) - V(row, k));
+    }
+    return sum;
+}
+
+std::vector<VarianceResult> variance_experiment(const std::vector<std::size_t>& dims, std::size_t samples,
+                                                unsigned seed, const std::function<void(std::size_t)>& progress) {
+    std::vector<VarianceResult> results;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t d_k : dims) {
+        if (progress) progress(d_k);
+        // Welford's running mean and sum of squared deviations, for q·k and for q·k/√d_k.
+        double mean[2] = {0, 0}, m2[2] = {0, 0};
+        const double inv_sqrt = 1.0 / std::sqrt(double(d_k));
+        for (std::size_t s = 1; s <= samples; ++s) {
+            double dot = 0;
+            for (std::size_t p = 0; p < d_k; ++p) dot += normal(rng) * normal(rng);
+            const double values[2] = {dot, dot * inv_sqrt};
+            for (int k = 0; k < 2; ++k) {
+                const double delta = values[k] - mean[k];
+                mean[k] += delta / double(s);
+                m2[k] += delta * (values[k] - mean[k]);
+            }
+        }
+        results.push_back({d_k, m2[0] / double(samples - 1), m2[1] / double(samples - 1)});
+    }
+    return results;
+}
+
+}  // namespace attn::experiments

@@ -1,0 +1,77 @@
+// attention/experiments.hpp — the lesson's exercises and its variance argument as computations that
+// measure something. `attn exercise N` and `attn variance` print them; tests/ assert their claims.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attention/attention.hpp"
+
+namespace attn::experiments {
+
+// ---- the softmax of one row, summarised -----------------------------------------------------
+
+struct RowStats {
+    double entropy = 0;        // H(α) = −Σ α_j ln α_j: ln n for uniform, 0 for one-hot
+    double max_weight = 0;     // max_j α_j: 1/n for uniform, 1 for one-hot
+    double jacobian_norm = 0;  // ‖diag(α) − ααᵀ‖_F: how strongly α responds to its scores; → 0 at one-hot
+};
+RowStats row_stats(std::span<const float> alpha);
+
+// ---- exercise 1: √d_k against d_k against no scaling ------------------------------------------
+
+struct ScalingResult {
+    std::size_t d_k;
+    Scale scale;
+    RowStats mean;  // averaged over the rows
+};
+// For each d_k: `rows` queries against `keys` keys, all entries N(0, 1), softmax of the scaled
+// scores under each of the three scales.
+std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
+                                              unsigned seed);
+
+// ---- exercise 2: is S_ii the largest score of its row? ----------------------------------------
+
+struct DiagonalResult {
+    std::size_t draws = 0;
+    double independent_fraction = 0;  // rows whose maximum is on the diagonal, W_Q and W_K drawn apart
+    double tied_fraction = 0;         // the same with W_Q = W_K (S symmetric)
+    std::size_t tied_pair_violations = 0;  // pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: always 0
+};
+// The lesson's X with random N(0, 1) weights (d_model × d_k), `draws` times.
+DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned seed);
+
+// ---- exercise 3: n² growth --------------------------------------------------------------------
+
+struct GrowthPoint {
+    std::size_t n = 0;
+    std::size_t scores = 0;       // entries of S: n²
+    std::size_t score_bytes = 0;  // bytes of the n×n matrix the call actually returned (0 for fused)
+    double seconds = 0;           // one call of the core, measured
+};
+// One timed call of the core per n (d = 64, random inputs); `progress` is told before each call.
+std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend,
+                                           const std::function<void(std::size_t n)>& progress = {});
+// Slope of log y against log x by least squares: y ∝ x^slope.
+double fitted_exponent(const std::vector<double>& x, const std::vector<double>& y);
+
+// ---- exercise 5: what the output of token 1 is made of -----------------------------------------
+
+// o₁ − v₁ = Σ_j α₁ⱼ·v_j − v₁ = Σ_{j≠1} α₁ⱼ·(v_j − v₁), because Σ_j α₁ⱼ = 1. Returns that sum, term by
+// term summed in double; `row` is the (0-based) query whose output is decomposed.
+std::vector<double> context_contribution(const Matrix& alpha, const Matrix& V, std::size_t row);
+
+// ---- the variance argument --------------------------------------------------------------------
+
+struct VarianceResult {
+    std::size_t d_k = 0;
+    double raw = 0;     // sample variance of q·k, q, k ~ N(0, I): theory d_k
+    double scaled = 0;  // sample variance of q·k/√d_k: theory 1
+};
+std::vector<VarianceResult> variance_experiment(const std::vector<std::size_t>& dims, std::size_t samples,
+                                                unsigned seed, const std::function<void(std::size_t d_k)>& progress = {});
+
+}  // namespace attn::experiments

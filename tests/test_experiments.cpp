@@ -1,0 +1,112 @@
+// The claims of the exercises and of the variance argument, asserted with fixed seeds.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "attention/experiments.hpp"
+#include "attention/worked_example.hpp"
+#include "run_attn.hpp"
+
+namespace ex = attn::experiments;
+using attn::Matrix;
+using attn::Scale;
+using Catch::Contains;
+
+TEST_CASE("row statistics of uniform, one-hot and two-point rows", "[experiments]") {
+    const std::vector<float> uniform(8, 0.125f), one_hot = {0, 1, 0, 0}, two = {0.25f, 0.75f};
+    CHECK(ex::row_stats(uniform).entropy == Approx(std::log(8.0)));
+    CHECK(ex::row_stats(uniform).max_weight == 0.125);
+    CHECK(ex::row_stats(one_hot).entropy == 0.0);
+    CHECK(ex::row_stats(one_hot).jacobian_norm == Approx(0.0).margin(1e-12));
+    // J = [[p(1−p), −p(1−p)], [−p(1−p), p(1−p)]]: ‖J‖_F = 2·p(1−p)
+    CHECK(ex::row_stats(two).jacobian_norm == Approx(2 * 0.25 * 0.75));
+}
+
+TEST_CASE("exercise 1: entropy is ordered none < ÷√d_k < ÷d_k at every d_k ≥ 16", "[experiments][exercise1]") {
+    const auto results = ex::scaling_experiment({16, 64, 256, 1024}, 64, 64, 1);
+    REQUIRE(results.size() == 12);
+    for (std::size_t k = 0; k < results.size(); k += 3) {
+        INFO("d_k = " << results[k].d_k);
+        REQUIRE(results[k].scale == Scale::none);
+        REQUIRE(results[k + 1].scale == Scale::sqrt_dk);
+        REQUIRE(results[k + 2].scale == Scale::dk);
+        CHECK(results[k].mean.entropy < results[k + 1].mean.entropy);
+        CHECK(results[k + 1].mean.entropy < results[k + 2].mean.entropy);
+        CHECK(results[k].mean.max_weight > results[k + 1].mean.max_weight);
+    }
+    // no scaling at d_k = 1024 is nearly one-hot with a vanishing Jacobian; ÷d_k is nearly uniform
+    CHECK(results[9].mean.max_weight > 0.9);
+    CHECK(results[9].mean.jacobian_norm < 0.1);
+    CHECK(results[11].mean.entropy > 0.99 * std::log(64.0));
+}
+
+TEST_CASE("exercise 2: the diagonal is not guaranteed; with W_Q = W_K no pair beats both diagonals",
+          "[experiments][exercise2]") {
+    const auto r = ex::diagonal_experiment(5000, 3, 2);
+    CHECK(r.tied_pair_violations == 0);
+    CHECK(r.independent_fraction == Approx(1.0 / 3).margin(0.03));  // independent weights: chance level
+    CHECK(r.tied_fraction > r.independent_fraction + 0.2);
+    CHECK(r.tied_fraction < 1.0);  // …but still not always the diagonal
+}
+
+TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2", "[experiments][exercise3]") {
+    const auto points = ex::growth_experiment({40, 80, 160, 320}, attn::Backend::simd);
+    std::vector<double> n, scores, bytes;
+    for (const auto& p : points) {
+        CHECK(p.scores == p.n * p.n);
+        CHECK(p.score_bytes == p.n * p.n * sizeof(float));
+        CHECK(p.seconds > 0);  // measured, and only reported: timings are the benchmark's business
+        n.push_back(double(p.n));
+        scores.push_back(double(p.scores));
+        bytes.push_back(double(p.score_bytes));
+    }
+    CHECK(ex::fitted_exponent(n, scores) == Approx(2.0).epsilon(1e-12));
+    CHECK(ex::fitted_exponent(n, bytes) == Approx(2.0).epsilon(1e-12));
+    CHECK(ex::growth_experiment({64}, attn::Backend::fused)[0].score_bytes == 0);
+    CHECK(ex::fitted_exponent({1, 2, 4, 8}, {3, 3 * std::pow(2, 2.5), 3 * std::pow(4, 2.5), 3 * std::pow(8, 2.5)}) ==
+          Approx(2.5));
+}
+
+TEST_CASE("exercise 5: o₁ − v₁ equals Σ_{j≠1} α₁ⱼ·(v_j − v₁) within 1e-6", "[experiments][exercise5]") {
+    const attn::SingleHeadAttention layer(attn::worked_example::W_Q(), attn::worked_example::W_K(), attn::worked_example::W_V());
+    attn::AttentionTrace t;
+    layer.forward(attn::worked_example::X(), {}, &t);
+    for (std::size_t row = 0; row < 3; ++row) {
+        const auto c = ex::context_contribution(t.alpha, t.V, row);
+        for (std::size_t k = 0; k < t.V.cols(); ++k) CHECK(c[k] == Approx(t.output(row, k) - t.V(row, k)).margin(1e-6));
+    }
+}
+
+TEST_CASE("variance: Var(q·k) within 5% of d_k, and of 1 after ÷√d_k", "[experiments][variance]") {
+    for (const auto& r : ex::variance_experiment({1, 4, 16, 64, 256, 1024}, 20000, 7)) {
+        INFO("d_k = " << r.d_k << ": " << r.raw << ", scaled " << r.scaled);
+        CHECK(r.raw == Approx(double(r.d_k)).epsilon(0.05));
+        CHECK(r.scaled == Approx(1.0).epsilon(0.05));
+    }
+}
+
+TEST_CASE("attn exercise 1–5 and attn variance run in both languages", "[cli][experiments]") {
+    for (const std::string lang : {"en", "zh"}) {
+        for (const std::string n : {"1", "2", "4", "5"}) {
+            INFO("attn exercise " << n << " --lang " << lang);
+            const RunResult r = run_attn("exercise " + n + " --lang " + lang + " --samples 500");
+            CHECK(r.status == 0);
+            CHECK_THAT(r.out, Contains(lang == "en" ? "Exercise " + n : "练习 " + n));
+        }
+        const RunResult v = run_attn("variance --samples 2000 --lang " + lang);
+        CHECK(v.status == 0);
+        CHECK_THAT(v.out, Contains("1024"));
+    }
+    CHECK_THAT(run_attn("exercise 4").out, Contains("every row i attends only to j ≤ i"));
+    CHECK_THAT(run_attn("exercise 5").out, Contains("‖o₁ − v₁‖ = 0.9338"));
+    CHECK_THAT(run_attn("exercise 2").out, Contains("坐 sat   S_ii = 1.2631  max = 1.3378 (地毯 mat)  not the diagonal"));
+}
+
+TEST_CASE("attn exercise rejects a missing or unknown exercise with exit 2", "[cli][experiments][errors]") {
+    for (const std::string args : {"exercise", "exercise 6", "exercise 1 --bogus", "variance --samples 1", "variance --samples x"}) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Contains("attn: error: "));
+    }
+}
