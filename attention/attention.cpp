@@ -1,5 +1,6 @@
 // attention/attention.cpp — the lesson's chain. Every step is one statement, tagged with a marker
-// ([step N]) that docs/ and tests refer to, with its formula and shapes in the comment above it.
+// (“step 3” in square brackets, and so on) that docs/lesson-03.md links to and a test keeps in step
+// with the docs, with its formula and shapes in the comment above it.
 //
 // Sizes: n query tokens, m key/value tokens (m = n in self-attention), d_model embedding width,
 // d_k query/key width, d_v value width.
@@ -49,7 +50,7 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
         if (trace) throw std::invalid_argument("scaled_dot_product_attention: the fused backend never stores S or α, "
                                                "so there is nothing to trace; use naive, simd or parallel");
         out.weights.reshape(0, 0);  // there is no α to return
-        // [steps 3–6 fused] O = softmax(c·Q·Kᵀ)·V, tile by tile with an online softmax (simd/fused.cpp)
+        // [steps 3–6 fused] O = softmax(c·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  tile by tile, online softmax
         return kernels::fused_attention(Q, K, V, c, options.causal, out.output);
     }
     Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
@@ -98,7 +99,7 @@ SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
 }
 
 SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, Backend b) const {
-    // [step 1] X: one d_model-wide embedding per token    (n×d_model)
+    // [step 1] X = [x_1; …; x_n]: one d_model-wide embedding per token    (n×d_model)
     if (X.cols() != W_Q_.rows()) {
         throw std::invalid_argument("SingleHeadAttention::forward: X (" + shape_string(X) + ") needs d_model = " +
                                     std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");

@@ -31,6 +31,7 @@ void check_square(const char* op, const Matrix& S) {
     }
 }
 
+// [naive matmul] C_ij = Σ_p A_ip·B_pj: for each (i, j), one dot product of a row of A and a column of B
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C) {
     check_matmul_shapes("matmul", A, B);
     C.reshape(A.rows(), B.cols());
@@ -49,6 +50,7 @@ Matrix matmul(const Matrix& A, const Matrix& B) {
     return C;
 }
 
+// [naive transpose] (Aᵀ)_ij = A_ji: an actual copy, as the formula S = Q·Kᵀ reads literally
 Matrix transpose(const Matrix& A) {
     Matrix T(A.cols(), A.rows());
     for (std::size_t i = 0; i < A.rows(); ++i) {
@@ -57,6 +59,7 @@ Matrix transpose(const Matrix& A) {
     return T;
 }
 
+// [naive scale] A_ij ← c·A_ij
 void scale_in_place(Matrix& A, float c) {
     for (std::size_t i = 0; i < A.size(); ++i) A.data()[i] *= c;
 }
@@ -76,6 +79,7 @@ Matrix scale(const Matrix& A, float c) {
 // computed, −∞ − (−∞) is NaN and would poison every later step. We return all zeros instead: such a
 // query then takes nothing from V and its output row is the zero vector. (A causal mask never does
 // this, because the diagonal j = i always stays visible.)
+// [naive softmax] α_ij = e^(S_ij − m_i) / Σ_t e^(S_it − m_i), m_i = max_t S_it
 void softmax_rows_in_place(Matrix& S) {
     for (std::size_t i = 0; i < S.rows(); ++i) {
         auto x = S.row(i);
@@ -100,6 +104,7 @@ Matrix softmax_rows(const Matrix& S) {
     return R;
 }
 
+// [naive mask] S_ij ← −∞ for j > i
 void causal_mask_in_place(Matrix& S) {
     check_square("causal_mask", S);
     for (std::size_t i = 0; i < S.rows(); ++i) {

@@ -65,7 +65,7 @@ void scale_row(float* x, std::size_t n, float c) {
     for (std::size_t k = 0; k < n; ++k) x[k] *= c;
 }
 
-// S_tile = c·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
+// [fused scores] S_tile = c·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
     for (std::size_t q = 0; q * NR < cols; ++q)
@@ -80,7 +80,7 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
     }
 }
 
-// The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
+// [fused softmax] The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
 void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t cols, Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t r = 0; r < rows; ++r) {
@@ -98,7 +98,7 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
     }
 }
 
-// o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
+// [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
 void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t q = 0; q * NR < d_v; ++q)

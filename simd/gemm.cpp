@@ -92,11 +92,13 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
 
 }  // namespace
 
+// [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
 void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads) {
     check_matmul_shapes("matmul", A, B);
     gemm(A, B, BLayout::k_by_n, 1.0f, C, threads);
 }
 
+// [fast scores] S' = c·Q·Kᵀ: steps 3 and 4 in one pass; panels of Kᵀ are packed from rows of K
 void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C, Threads threads) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);
     gemm(A, B, BLayout::transposed, alpha, C, threads);

@@ -27,6 +27,7 @@ inline constexpr std::size_t NR = 2 * W;       // columns of the register tile: 
 // `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by alpha
 // on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
 // what makes the result independent of how rows are split between threads.
+// [fast microkernel]
 template <std::size_t R>
 void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
                  std::size_t ldc, std::size_t cols, bool first, bool last, float alpha) {

@@ -44,12 +44,14 @@ float row_max(std::span<const float> x) {
     return result;
 }
 
+// [fast softmax] step 5, rows split over threads
 void softmax_rows(Matrix& S, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
 #pragma omp parallel for schedule(static) if (threads == Threads::all)
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
 }
 
+// [fast mask] step 4.mask, rows split over threads
 void causal_mask(Matrix& S, Threads threads) {
     check_square("causal_mask", S);
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
