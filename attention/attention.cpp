@@ -57,6 +57,7 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
 
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
     // [step 4] S' = S·c, c = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
+    //   why: for independent unit-variance entries, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$
     // One call does both: the naive kernel multiplies then scales, the fast ones scale each S_ij
     // as it leaves the registers, which saves a pass over the n×m matrix (12% of this step at
     // n = 2048, 14% at 4096: BM_scale_folding).

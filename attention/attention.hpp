@@ -2,6 +2,8 @@
 //
 //   X (n×d_model) → Q = X·W_Q, K = X·W_K, V = X·W_V → S = Q·Kᵀ → S/√d_k → α = softmax_row(·) → O = α·V
 //
+// in one line:  $O = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$
+//
 // Weight convention: the lesson's formulas, Q = X·W_Q with W_Q of shape (d_model × d_k).
 // PyTorch's nn.Linear stores its weight the other way round, (d_k × d_model), and computes X·Wᵀ;
 // so a weight taken from PyTorch must be transposed before it goes in here.

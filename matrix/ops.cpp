@@ -72,6 +72,7 @@ Matrix scale(const Matrix& A, float c) {
 
 // Why subtract the row maximum: e^x overflows float for x > 88.7, and scores of a few hundred are
 // easy to get (exercise 1 without scaling). Since e^(x−m) / Σ e^(x_t−m) = e^x / Σ e^(x_t) for any m,
+// that is $\frac{e^{x_j - m}}{\sum_t e^{x_t - m}} = \frac{e^{x_j}}{\sum_t e^{x_t}}$,
 // subtracting m = max changes nothing mathematically, but now every exponent is ≤ 0, so every term
 // is in (0, 1], the largest is exactly 1, and the sum lies in [1, n]: no overflow, no division by 0.
 //

@@ -14,6 +14,9 @@
 // the lesson's O = softmax(Q·Kᵀ/√d_k)·V, row by row. (Only the rounding differs: float sums in
 // another order.)
 //
+// The same update in symbols, for a tile with scores $s'_j$:
+//   $m' = \max(m, \max_j s'_j)$,  $\ell' = \ell\, e^{m - m'} + \sum_j e^{s'_j - m'}$,  $o' = o\, e^{m - m'} + \sum_j e^{s'_j - m'} v_j$
+//
 // Causal: tiles that lie entirely in the future of the block (first key > last query) are skipped,
 // about half of all tiles; only tiles crossing the diagonal are masked.
 //
