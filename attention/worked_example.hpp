@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/attention.hpp"
 #include "matrix/matrix.hpp"
 
 namespace attn::worked_example {
@@ -28,6 +29,15 @@ inline Matrix W_K() {
 
 inline Matrix W_V() {
     return {{1.0f, 0.0f, 0.5f}, {0.0f, 1.0f, -0.5f}, {0.5f, -0.5f, 1.0f}, {-0.5f, 0.5f, 0.0f}};
+}
+
+inline SingleHeadAttention layer() { return {W_Q(), W_K(), W_V()}; }
+
+// One traced forward pass of the example: every intermediate, for printing and checking.
+inline AttentionTrace trace(const AttentionOptions& options = {}) {
+    AttentionTrace t;
+    layer().forward(X(), options, &t);
+    return t;
 }
 
 inline std::vector<std::string> tokens_zh() { return {"猫", "坐", "地毯"}; }

@@ -154,20 +154,23 @@ void BM_softmax_rows(benchmark::State& st) {
     st.SetLabel(attn::to_string(b));
 }
 
-// The core softmax(Q·Kᵀ/√d)·V, writing into buffers reused from one call to the next.
-void BM_core(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = arg(st, 2);
+// The core softmax(Q·Kᵀ/√d)·V, writing into buffers reused from one call to the next: flops 4·n²·d
+// (two products), halved when causal. One untimed call first, so the timed calls are the steady
+// state of a caller that keeps its buffers (and, at n = 16384, not the first touch of a 1 GiB S).
+void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size_t d, bool causal) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
+    const attn::AttentionOptions options{.causal = causal, .scale = attn::Scale::sqrt_dk, .backend = b};
     attn::AttentionResult out;
-    attn::scaled_dot_product_attention_into(Q, K, V, {.backend = b}, out);
+    attn::scaled_dot_product_attention_into(Q, K, V, options, out);
     for (auto _ : st) {
-        attn::scaled_dot_product_attention_into(Q, K, V, {.backend = b}, out);
+        attn::scaled_dot_product_attention_into(Q, K, V, options, out);
         benchmark::DoNotOptimize(out.output.data());
     }
-    bench::set_counters(st, bench::core_flops(n, d), bench::core_bytes(n, d));
-    st.SetLabel(attn::to_string(b));
+    bench::set_counters(st, bench::core_flops(n, d) * (causal ? 0.5 : 1.0), bench::core_bytes(n, d));
+    st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
 }
+
+void BM_core(benchmark::State& st) { core_steady_state(st, backend_of(st), arg(st, 1), arg(st, 2), false); }
 
 // The same core returning fresh matrices: every call allocates the n×n buffer and touches it
 // for the first time. The difference to BM_core is the price of that first touch.
@@ -197,26 +200,12 @@ void BM_layer(benchmark::State& st) {
     st.SetLabel(attn::to_string(b));
 }
 
-// Long sequences, materialised (parallel) against fused, causal or not, d = 64: time, GFLOP/s
-// (causal does half the work, so it counts half the flops) and the process's peak resident
-// memory while the benchmark ran.
+// Long sequences, materialised (parallel) against fused, causal or not, d = 64, with the process's
+// peak resident memory while the benchmark ran (inputs, outputs and S included).
 void BM_core_long(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = 64;
-    const bool causal = st.range(2) != 0;
     bench::reset_peak_rss();
-    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
-    attn::AttentionResult out;
-    // One untimed call first: the buffers are allocated and touched here, not in a timed call
-    // (at n = 16384 the materialised S alone is 1 GiB, and runs here are a single iteration).
-    attn::scaled_dot_product_attention_into(Q, K, V, {.causal = causal, .backend = b}, out);
-    for (auto _ : st) {
-        attn::scaled_dot_product_attention_into(Q, K, V, {.causal = causal, .backend = b}, out);
-        benchmark::DoNotOptimize(out.output.data());
-    }
-    bench::set_counters(st, bench::core_flops(n, d) * (causal ? 0.5 : 1.0), bench::core_bytes(n, d));
+    core_steady_state(st, backend_of(st), arg(st, 1), 64, st.range(2) != 0);
     st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
-    st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
 }
 
 // Sizes: n ∈ {64, 256, 1024, 2048, 4096} with d = 64, and n = 1024 with d = 128. The naive

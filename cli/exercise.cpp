@@ -108,9 +108,8 @@ void exercise1(const Options& o, std::ostream& out) {
               "  除以 d_k 则把分数缩小为 1/√d_k：α 趋于均匀，不再区分词与词。\n"
               "  除以 √d_k 使任何 d_k 下分数的离散程度都相同，便于训练。\n\n");
     out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n", "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
-    const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
-        const Matrix alpha = layer.forward(worked_example::X(), {.scale = s}).weights;
+        const Matrix alpha = worked_example::trace({.scale = s}).alpha;
         const auto stats = ex::row_stats(alpha.row(0));
         out << "  " << pad_right(scale_name(s, l), 10) << "[";
         for (float a : alpha.row(0)) out << " " << format_number(a, 4);
@@ -122,9 +121,7 @@ void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << tr(l, "Exercise 2 · Is the diagonal S_ii the largest score of its row?\n\n",
               "练习 2 · 对角线 S_ii 一定是该行最大的分数吗？\n\n");
-    const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
-    AttentionTrace tr_;
-    layer.forward(worked_example::X(), {}, &tr_);
+    const AttentionTrace tr_ = worked_example::trace();
     const auto tokens = l == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
     out << tr(l, "  In the worked example:\n", "  在示例中：\n");
     for (std::size_t i = 0; i < tr_.S.rows(); ++i) {
@@ -192,9 +189,7 @@ void exercise3(const Options& o, std::ostream& out) {
 
 void exercise4(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
-    AttentionTrace t;
-    layer.forward(worked_example::X(), {.causal = true}, &t);
+    const AttentionTrace t = worked_example::trace({.causal = true});
     PrintOptions p;
     p.row_labels = l == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
     p.col_labels = p.row_labels;
@@ -221,9 +216,7 @@ void exercise4(const Options& o, std::ostream& out) {
 
 void exercise5(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
-    AttentionTrace t;
-    layer.forward(worked_example::X(), {}, &t);
+    const AttentionTrace t = worked_example::trace();
     const auto contribution = ex::context_contribution(t.alpha, t.V, 0);
     Matrix rows(4, t.V.cols());
     double norm = 0;

@@ -102,8 +102,7 @@ public:
     Walk(const WalkOptions& o, bool color)
         : o_(o), t_(text(o.lang)), color_(color),
           tokens_(o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en()) {
-        const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
-        layer.forward(worked_example::X(), o.attention, &tr_);
+        tr_ = worked_example::trace(o.attention);
     }
 
     std::string render() {
@@ -195,7 +194,7 @@ private:
     void step2() {
         heading(t_.step2, t_.step2_note);
         out_ << "  " << t_.weights << ":\n";
-        const SingleHeadAttention layer(worked_example::W_Q(), worked_example::W_K(), worked_example::W_V());
+        const SingleHeadAttention layer = worked_example::layer();
         for (const auto& [name, w] : {std::pair{"W_Q", &layer.W_Q()}, {"W_K", &layer.W_K()}, {"W_V", &layer.W_V()}})
             out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
         const std::vector<float> column = [&] {

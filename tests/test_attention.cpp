@@ -17,9 +17,7 @@ using attn::Scale;
 
 namespace {
 
-attn::SingleHeadAttention example_layer() {
-    return {attn::worked_example::W_Q(), attn::worked_example::W_K(), attn::worked_example::W_V()};
-}
+attn::SingleHeadAttention example_layer() { return attn::worked_example::layer(); }
 
 void check_close(const Matrix& got, const reference::Mat& want, double rel, double abs) {
     REQUIRE(got.rows() == want.size());

@@ -49,9 +49,7 @@ void check_matches(const std::vector<std::vector<float>>& printed, const attn::M
 }
 
 attn::AttentionResult library_result(const attn::AttentionOptions& o, attn::AttentionTrace* tr = nullptr) {
-    const attn::SingleHeadAttention layer(attn::worked_example::W_Q(), attn::worked_example::W_K(),
-                                          attn::worked_example::W_V());
-    return layer.forward(attn::worked_example::X(), o, tr);
+    return attn::worked_example::layer().forward(attn::worked_example::X(), o, tr);
 }
 
 }  // namespace
