@@ -87,7 +87,9 @@ TEST_CASE("vectorised exp is within 2e-7 relative of exp over [-87, 0]", "[simd]
     }
     INFO("worst relative error " << worst);
     CHECK(worst <= 2e-7);
-    CHECK(sum == Approx(want_sum).epsilon(1e-5));
+    // The returned sum adds 100003 floats in W running lanes: its rounding grows with n/W (about 1e-5
+    // relative with SSE2's 4 lanes), which is a property of float summation, not of exp.
+    CHECK(sum == Approx(want_sum).epsilon(1e-4));
     // the shift is subtracted first: e^(x − shift)
     Matrix y{{3.0f, 2.0f, 1.0f}};
     attn::simd::exp_and_sum(y.row(0), 3.0f);
