@@ -2,10 +2,10 @@
 // the code, every marker in the code is named by both docs, and every step line carries its shapes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -13,6 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const char* const kinds[] = {"step ", "steps ", "naive ", "fast ", "fused "};
 const fs::path root = fs::path(TESTS_DIR).parent_path();
 
 std::string read(const fs::path& p) {
@@ -22,8 +23,21 @@ std::string read(const fs::path& p) {
     return s.str();
 }
 
-const std::regex code_marker(R"(\[((?:step|steps|naive|fast|fused) [^\]\n]*)\])");
-const std::regex doc_marker(R"(`\[((?:step|steps|naive|fast|fused) [^\]`\n]*)\]`)");
+// Markers are "[step 3]", "[naive matmul]", …: a bracket, one of these words and a space, a name
+// without brackets, a closing bracket. In the docs they are written as code: `[step 3]`.
+// (Scanned by hand: GCC 12 warns inside <regex> in the sanitizer build.)
+std::vector<std::string> find_markers(const std::string& text, bool in_backticks) {
+    std::vector<std::string> found;
+    const std::string open = in_backticks ? "`[" : "[", close = in_backticks ? "]`" : "]";
+    for (std::size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
+        const std::size_t start = at + open.size(), end = text.find(close, start);
+        if (end == std::string::npos) break;
+        const std::string name = text.substr(start, end - start);
+        const bool known = std::any_of(std::begin(kinds), std::end(kinds), [&](const char* k) { return name.rfind(k, 0) == 0; });
+        if (known && name.find_first_of("[]\n`") == std::string::npos) found.push_back(name);
+    }
+    return found;
+}
 
 // marker → the files (and lines) it stands on, over the annotated sources.
 std::map<std::string, std::vector<std::string>> markers_in_code() {
@@ -34,18 +48,17 @@ std::map<std::string, std::vector<std::string>> markers_in_code() {
             std::size_t number = 0;
             for (std::string line; std::getline(lines, line);) {
                 ++number;
-                for (std::sregex_iterator m(line.begin(), line.end(), code_marker), end; m != end; ++m)
-                    found[(*m)[1]].push_back(entry.path().filename().string() + ":" + std::to_string(number) + ": " + line);
+                for (const auto& marker : find_markers(line, false))
+                    found[marker].push_back(entry.path().filename().string() + ":" + std::to_string(number) + ": " + line);
             }
         }
     }
     return found;
 }
 
-std::set<std::string> markers_in(const std::string& text, const std::regex& pattern) {
-    std::set<std::string> found;
-    for (std::sregex_iterator m(text.begin(), text.end(), pattern), end; m != end; ++m) found.insert((*m)[1]);
-    return found;
+std::set<std::string> markers_in_doc(const std::string& text) {
+    const auto found = find_markers(text, true);
+    return {found.begin(), found.end()};
 }
 
 }  // namespace
@@ -53,7 +66,7 @@ std::set<std::string> markers_in(const std::string& text, const std::regex& patt
 TEST_CASE("every marker the docs name stands exactly once in the code", "[docs]") {
     const auto code = markers_in_code();
     for (const char* doc : {"docs/lesson-03.md", "docs/lesson-03.zh.md"}) {
-        const auto named = markers_in(read(root / doc), doc_marker);
+        const auto named = markers_in_doc(read(root / doc));
         CHECK(named.size() >= 20);
         for (const auto& marker : named) {
             INFO(doc << " names [" << marker << "]");
@@ -66,8 +79,8 @@ TEST_CASE("every marker the docs name stands exactly once in the code", "[docs]"
 }
 
 TEST_CASE("every marker in the code is named by both docs", "[docs]") {
-    const auto en = markers_in(read(root / "docs/lesson-03.md"), doc_marker);
-    const auto zh = markers_in(read(root / "docs/lesson-03.zh.md"), doc_marker);
+    const auto en = markers_in_doc(read(root / "docs/lesson-03.md"));
+    const auto zh = markers_in_doc(read(root / "docs/lesson-03.zh.md"));
     for (const auto& [marker, places] : markers_in_code()) {
         INFO("[" << marker << "] at " << places.front());
         CHECK(en.count(marker) == 1);
