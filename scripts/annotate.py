@@ -110,12 +110,12 @@ def markdown_page(md_path, title, nav, current, marker_pages):
     text = re.sub(r"\(([\w.-]+)\.md(#[\w-]+)?\)", lambda m: f"({m.group(1)}.html{m.group(2) or ''})", text)
     body = markdown.markdown(text, extensions=["tables", "fenced_code"])
 
-    def link(m):  # `[step 3]` → a link to the section of the code that carries it
-        marker = html.unescape(m.group(1))
+    def link(m):  # [`[step 3]`](../attention/attention.cpp) → the section of that page carrying it
+        marker = html.unescape(m.group(2))
         target = marker_pages.get(marker)
-        return f'<a href="{target}#{anchor(marker)}">{m.group(0)}</a>' if target else m.group(0)
+        return f'<a href="{target}#{anchor(marker)}"><code>[{m.group(2)}]</code></a>' if target else m.group(0)
 
-    body = re.sub(r"<code>\[([^\]<]+)\]</code>", link, body)
+    body = re.sub(r'<a href="\.\./([^"]+)"><code>\[([^\]<]+)\]</code></a>', link, body)
     return layout(title, nav, body, current, heading=False)  # the Markdown brings its own title
 
 

@@ -88,6 +88,25 @@ TEST_CASE("every marker in the code is named by both docs", "[docs]") {
     }
 }
 
+TEST_CASE("every marker link of the docs points at the file that carries the marker", "[docs]") {
+    for (const char* doc : {"docs/lesson-03.md", "docs/lesson-03.zh.md"}) {
+        const std::string text = read(root / doc);
+        std::size_t links = 0;
+        // [`[step 3]`](../attention/attention.cpp)
+        for (std::size_t at = text.find("[`["); at != std::string::npos; at = text.find("[`[", at + 1)) {
+            const std::size_t name_end = text.find("]`](../", at);
+            if (name_end == std::string::npos) break;
+            const std::string marker = text.substr(at + 3, name_end - at - 3);
+            const std::size_t path_start = name_end + 7, path_end = text.find(')', path_start);
+            const std::string path = text.substr(path_start, path_end - path_start);
+            INFO(doc << ": [" << marker << "] → " << path);
+            CHECK(read(root / path).find("[" + marker + "]") != std::string::npos);
+            ++links;
+        }
+        CHECK(links >= 30);
+    }
+}
+
 TEST_CASE("every step line of the chain carries a formula and its shapes", "[docs]") {
     std::size_t steps = 0;
     for (const auto& [marker, places] : markers_in_code()) {
