@@ -11,6 +11,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "bench/common.hpp"
+#include "attention/kernels.hpp"
 #include "bench/gemm_steps.hpp"
 #include "matrix/ops.hpp"
 
@@ -22,7 +23,6 @@ using bench::random_matrix;
 
 Backend backend_of(const benchmark::State& st) { return static_cast<Backend>(st.range(0)); }
 std::size_t arg(const benchmark::State& st, int k) { return static_cast<std::size_t>(st.range(k)); }
-attn::simd::Threads threads_of(Backend b) { return b == Backend::parallel ? attn::simd::Threads::all : attn::simd::Threads::one; }
 
 // The peak: FMAs on registers only, never touching memory. Twelve independent accumulators keep
 // both FMA pipes busy through the FMA latency; each FMA is 2·W flops.
@@ -77,8 +77,7 @@ void BM_matmul(benchmark::State& st) {
     const Matrix A = random_matrix(n, n, 1), V = random_matrix(n, d, 2);
     Matrix O;
     for (auto _ : st) {
-        if (b == Backend::naive) attn::matmul_into(A, V, O);
-        else attn::simd::matmul(A, V, O, threads_of(b));
+        attn::kernels::matmul(A, V, O, b);
         benchmark::DoNotOptimize(O.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
@@ -92,12 +91,7 @@ void BM_matmul_transposed(benchmark::State& st) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
     Matrix S;
     for (auto _ : st) {
-        if (b == Backend::naive) {
-            attn::matmul_into(Q, attn::transpose(K), S);
-            attn::scale_in_place(S, 0.125f);
-        } else {
-            attn::simd::matmul_transposed(Q, K, 0.125f, S, threads_of(b));
-        }
+        attn::kernels::scaled_scores(Q, K, attn::scale_factor(attn::Scale::sqrt_dk, d), S, b);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
@@ -130,8 +124,7 @@ void BM_softmax_rows(benchmark::State& st) {
         st.PauseTiming();
         std::copy(scores.data(), scores.data() + scores.size(), S.data());
         st.ResumeTiming();
-        if (b == Backend::naive) attn::softmax_rows_in_place(S);
-        else attn::simd::softmax_rows(S, threads_of(b));
+        attn::kernels::softmax_rows(S, b);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 0, 2.0 * n * n * 4);
