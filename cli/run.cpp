@@ -12,7 +12,7 @@
 
 #include "attention/attention.hpp"
 #include "cli/args.hpp"
-#include "matrix/io.hpp"
+#include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 

@@ -1,12 +1,28 @@
 #include "matrix/matrix.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
+#include "matrix/size.hpp"
+
 namespace attn {
 
+namespace {
+
+// rows·cols, refused (std::length_error naming the shape) when the floats could never be addressed.
+std::size_t element_count(std::size_t rows, std::size_t cols) {
+    const std::uint64_t bytes = matrix_bytes(rows, cols);
+    if (bytes > static_cast<std::uint64_t>(PTRDIFF_MAX))
+        throw std::length_error("Matrix: shape " + shape_string(rows, cols) + " needs " + describe_bytes(bytes) +
+                                ", more than this machine can address");
+    return static_cast<std::size_t>(bytes / sizeof(float));
+}
+
+}  // namespace
+
 Matrix::Matrix(std::size_t rows, std::size_t cols, float fill)
-    : rows_(rows), cols_(cols), data_(rows * cols, fill) {}
+    : rows_(rows), cols_(cols), data_(element_count(rows, cols), fill) {}
 
 Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
     rows_ = rows.size();
@@ -23,9 +39,10 @@ Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
 }
 
 void Matrix::reshape(std::size_t rows, std::size_t cols) {
+    const std::size_t count = element_count(rows, cols);  // checked before the shape changes
+    if (data_.size() < count) data_.resize(count);
     rows_ = rows;
     cols_ = cols;
-    if (data_.size() < rows * cols) data_.resize(rows * cols);
 }
 
 std::string shape_string(std::size_t rows, std::size_t cols) {

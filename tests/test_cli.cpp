@@ -8,7 +8,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/worked_example.hpp"
-#include "matrix/io.hpp"
+#include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 #include "random.hpp"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "matrix/io.hpp"
+#include "io/io.hpp"
 #include "random.hpp"
 
 using attn::Matrix;

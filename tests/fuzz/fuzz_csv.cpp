@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "matrix/io.hpp"
+#include "io/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "matrix/io.hpp"
+#include "io/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     attn::ReadOptions options;

@@ -1,46 +1,21 @@
-#include "matrix/io.hpp"
-
-#include <unistd.h>
-
+// io/npy.cpp — the NumPy .npy format: reading (1.0 and 2.0, float32 or float64) and writing (1.0, float32).
 #include <algorithm>
 #include <bit>
 #include <charconv>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <vector>
+
+#include "io/checks.hpp"
 
 namespace attn {
 
 static_assert(std::endian::native == std::endian::little, "the .npy reader assumes a little-endian machine");
 
+using namespace io_checks;
+
 namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& what) { throw InputError(name + ": " + what); }
-
-std::string describe_size(std::uint64_t bytes) {
-    if (bytes >= (std::uint64_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
-    if (bytes >= (std::uint64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-    if (bytes >= (std::uint64_t{1} << 10)) return std::to_string(bytes >> 10) + " KiB";
-    return std::to_string(bytes) + " bytes";
-}
-
-// rows × cols floats, refused when the count overflows or would need more than the limit.
-void check_size(const std::string& name, std::uint64_t rows, std::uint64_t cols, const ReadOptions& options) {
-    std::uint64_t count = 0, bytes = 0;
-    if (__builtin_mul_overflow(rows, cols, &count) || __builtin_mul_overflow(count, std::uint64_t{4}, &bytes))
-        fail(name, "shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") is too large to count");
-    if (bytes > options.max_bytes)
-        fail(name, "shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ") needs " + describe_size(bytes) +
-                       ", more than the --max-memory limit of " + describe_size(options.max_bytes));
-}
-
-void check_finite(const std::string& name, float value, std::size_t row, std::size_t col) {
-    if (!std::isfinite(value))
-        fail(name, std::string(std::isnan(value) ? "NaN" : "an infinite value") + " at row " + std::to_string(row + 1) +
-                       ", column " + std::to_string(col + 1));
-}
 
 // ---- .npy ---------------------------------------------------------------------------------------
 //
@@ -207,39 +182,9 @@ std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
            std::to_string(expected) + " bytes expected, " + std::to_string(found) + " found";
 }
 
-// ---- .csv ---------------------------------------------------------------------------------------
+}  // namespace
 
-bool parse_number(std::string_view field, float& value) {
-    while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
-    while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
-    if (!field.empty() && field.front() == '+') field.remove_prefix(1);
-    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-    return end == field.data() + field.size() && !field.empty() &&
-           (ec == std::errc() || ec == std::errc::result_out_of_range);
-}
-
-std::vector<std::string_view> split_fields(std::string_view line) {
-    std::vector<std::string_view> fields;
-    for (std::size_t start = 0;;) {
-        const std::size_t comma = line.find(',', start);
-        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-        if (comma == std::string_view::npos) return fields;
-        start = comma + 1;
-    }
-}
-
-std::string read_file(const std::string& path, std::uint64_t max_bytes) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    const auto size = static_cast<std::uint64_t>(in.tellg());
-    if (size > max_bytes) fail(path, "file of " + describe_size(size) + " is larger than the --max-memory limit");
-    std::string bytes(size, '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) fail(path, "read error");
-    return bytes;
-}
-
-Matrix read_npy_file(const std::string& path, const ReadOptions& options) {
+Matrix io_checks::read_npy_file(const std::string& path, const ReadOptions& options) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
     const auto size = static_cast<std::uint64_t>(in.tellg());
@@ -248,8 +193,8 @@ Matrix read_npy_file(const std::string& path, const ReadOptions& options) {
     if (!in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()))) fail(path, "read error");
     const NpyHeader h = parse_header(prefix, path);
     check_size(path, h.rows, h.cols, options);
-    const std::uint64_t expected = h.rows * h.cols * h.item_bytes;
-    if (size - h.data_offset != expected) fail(path, data_length_error(expected, size - h.data_offset));
+    const std::uint64_t expected = checked_product(h.rows * h.cols, h.item_bytes, path);  // rows·cols checked above
+    if (size < h.data_offset || size - h.data_offset != expected) fail(path, data_length_error(expected, size - h.data_offset));
     Matrix m(h.rows, h.cols);
     in.seekg(static_cast<std::streamoff>(h.data_offset));
     std::vector<char> chunk(std::size_t{1} << 20);  // converted a MiB at a time, never the whole file twice
@@ -262,78 +207,18 @@ Matrix read_npy_file(const std::string& path, const ReadOptions& options) {
     return m;
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-    return s.size() >= suffix.size() && std::string_view(s).substr(s.size() - suffix.size()) == suffix;
-}
-
-}  // namespace
-
 Matrix parse_npy(std::string_view bytes, const std::string& name, const ReadOptions& options) {
     const NpyHeader h = parse_header(bytes, name);
     check_size(name, h.rows, h.cols, options);
-    const std::uint64_t expected = h.rows * h.cols * h.item_bytes, found = bytes.size() - h.data_offset;
+    const std::uint64_t expected = checked_product(h.rows * h.cols, h.item_bytes, name);  // rows·cols checked above
+    const std::uint64_t found = bytes.size() - h.data_offset;
     if (found != expected) fail(name, data_length_error(expected, found));
     Matrix m(h.rows, h.cols);
     convert(h, bytes.data() + h.data_offset, 0, m.size(), m, name);
     return m;
 }
 
-Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options) {
-    if (text.empty()) fail(name, "empty file");
-    if (text.back() == '\n') text.remove_suffix(1);  // one final newline ends the last line
-    std::vector<float> values;
-    std::size_t cols = 0, rows = 0, line_number = 0, first_data_line = 0;
-    for (std::size_t start = 0; start <= text.size();) {
-        const std::size_t newline = std::min(text.find('\n', start), text.size());
-        std::string_view line = text.substr(start, newline - start);
-        start = newline + 1;
-        ++line_number;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line_number == 1 && options.csv_header) continue;
-        if (line.find_first_not_of(" \t") == std::string_view::npos)
-            fail(name, "line " + std::to_string(line_number) + " is empty");
-        const auto fields = split_fields(line);
-        if (rows == 0) {
-            cols = fields.size();
-            first_data_line = line_number;
-            check_size(name, 1, cols, options);
-        } else if (fields.size() != cols) {
-            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) + " values, line " +
-                           std::to_string(first_data_line) + " has " + std::to_string(cols));
-        }
-        check_size(name, rows + 1, cols, options);
-        for (std::size_t j = 0; j < fields.size(); ++j) {
-            float v;
-            if (!parse_number(fields[j], v)) {
-                const std::string shown(fields[j].substr(0, 40));
-                const bool looks_like_header = line_number == 1 && std::none_of(fields.begin(), fields.end(), [](auto f) {
-                    float ignored;
-                    return parse_number(f, ignored);
-                });
-                if (looks_like_header)
-                    fail(name, "line 1 is not numeric ('" + shown + "'); if it is a header, pass --csv-header");
-                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " is not a number: '" +
-                               shown + "'");
-            }
-            check_finite(name, v, rows, j);
-            values.push_back(v);
-        }
-        ++rows;
-        if (newline == text.size()) break;
-    }
-    if (rows == 0) fail(name, "no data rows after the header");
-    Matrix m(rows, cols);
-    std::copy(values.begin(), values.end(), m.data());
-    return m;
-}
-
-Matrix read_matrix(const std::string& path, const ReadOptions& options) {
-    if (ends_with(path, ".npy")) return read_npy_file(path, options);
-    if (ends_with(path, ".csv")) return parse_csv(read_file(path, options.max_bytes), path, options);
-    fail(path, "unknown file type; use .npy or .csv");
-}
-
-std::string npy_bytes(const Matrix& m) {
+std::string npy_header(const Matrix& m) {
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
                          std::to_string(m.cols()) + "), }";
     const std::size_t preamble = 10;  // magic, version, 2-byte length
@@ -342,34 +227,11 @@ std::string npy_bytes(const Matrix& m) {
     std::string out("\x93NUMPY\x01\x00", 8);
     out += static_cast<char>(header.size() & 0xFF);
     out += static_cast<char>(header.size() >> 8);
-    out += header;
-    out.append(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float));
-    return out;
+    return out + header;
 }
 
-void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files) {
-    std::vector<std::string> temporaries;
-    const auto cleanup = [&] {
-        for (const auto& t : temporaries) std::remove(t.c_str());
-    };
-    for (const auto& [path, matrix] : files) {
-        const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-        temporaries.push_back(temporary);
-        const std::string bytes = npy_bytes(*matrix);
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !out.flush()) {
-            const std::string reason = std::strerror(errno);
-            cleanup();
-            throw InputError(path + ": cannot write: " + reason);
-        }
-    }
-    for (std::size_t k = 0; k < files.size(); ++k) {
-        if (std::rename(temporaries[k].c_str(), files[k].first.c_str()) != 0) {
-            const std::string reason = std::strerror(errno);
-            cleanup();
-            throw InputError(files[k].first + ": cannot rename into place: " + reason);
-        }
-    }
+std::string npy_bytes(const Matrix& m) {
+    return npy_header(m).append(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float));
 }
 
 }  // namespace attn

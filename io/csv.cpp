@@ -1,0 +1,119 @@
+// io/csv.cpp — comma-separated text: one matrix row per line.
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+#include <vector>
+
+#include "io/checks.hpp"
+
+namespace attn {
+
+using namespace io_checks;
+
+namespace {
+
+// ---- .csv ---------------------------------------------------------------------------------------
+
+// One CSV field as a float. Parsed as a double first, so that a value too large for float32 (1e39)
+// is told apart from one that is not a number; a value below float32's smallest rounds to 0 (or a
+// denormal), as NumPy's float32 conversion does and as the .npy float64 path does.
+enum class Field { number, not_a_number, out_of_range };
+
+Field parse_number(std::string_view field, float& value) {
+    value = 0.0f;
+    while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
+    while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
+    if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+    double d = 0.0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), d);
+    if (field.empty() || end != field.data() + field.size()) return Field::not_a_number;
+    if (ec == std::errc::result_out_of_range) return Field::out_of_range;  // beyond double: |x| > 1.8e308 or < 4.9e-324
+    if (ec != std::errc()) return Field::not_a_number;
+    value = static_cast<float>(d);
+    if (std::isfinite(d) && !std::isfinite(value)) return Field::out_of_range;
+    return Field::number;
+}
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> fields;
+    for (std::size_t start = 0;;) {
+        const std::size_t comma = line.find(',', start);
+        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) return fields;
+        start = comma + 1;
+    }
+}
+
+std::string read_file(const std::string& path, std::uint64_t max_bytes) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    const auto size = static_cast<std::uint64_t>(in.tellg());
+    if (size > max_bytes) fail(path, "file of " + describe_bytes(size) + " is larger than the --max-memory limit");
+    std::string bytes(size, '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) fail(path, "read error");
+    return bytes;
+}
+
+}  // namespace
+
+Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options) {
+    if (text.empty()) fail(name, "empty file");
+    if (text.back() == '\n') text.remove_suffix(1);  // one final newline ends the last line
+    std::vector<float> values;
+    std::size_t cols = 0, rows = 0, line_number = 0, first_data_line = 0;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t newline = std::min(text.find('\n', start), text.size());
+        std::string_view line = text.substr(start, newline - start);
+        start = newline + 1;
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line_number == 1 && options.csv_header) continue;
+        if (line.find_first_not_of(" \t") == std::string_view::npos)
+            fail(name, "line " + std::to_string(line_number) + " is empty");
+        const auto fields = split_fields(line);
+        if (rows == 0) {
+            cols = fields.size();
+            first_data_line = line_number;
+            check_size(name, 1, cols, options);
+        } else if (fields.size() != cols) {
+            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) + " values, line " +
+                           std::to_string(first_data_line) + " has " + std::to_string(cols));
+        }
+        check_size(name, rows + 1, cols, options);
+        for (std::size_t j = 0; j < fields.size(); ++j) {
+            float v = 0.0f;
+            const Field kind = parse_number(fields[j], v);
+            const std::string shown(fields[j].substr(0, 40));
+            if (kind == Field::out_of_range)
+                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " ('" + shown +
+                               "') is outside the range of float32 (largest ±3.4e38)");
+            if (kind == Field::not_a_number) {
+                const bool looks_like_header = line_number == 1 && std::none_of(fields.begin(), fields.end(), [](auto f) {
+                    float ignored;
+                    return parse_number(f, ignored) != Field::not_a_number;
+                });
+                if (looks_like_header)
+                    fail(name, "line 1 is not numeric ('" + shown + "'); if it is a header, pass --csv-header");
+                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " is not a number: '" +
+                               shown + "'");
+            }
+            check_finite(name, v, rows, j);
+            values.push_back(v);
+        }
+        ++rows;
+        if (newline == text.size()) break;
+    }
+    if (rows == 0) fail(name, "no data rows after the header");
+    Matrix m(rows, cols);
+    std::copy(values.begin(), values.end(), m.data());
+    return m;
+}
+
+Matrix io_checks::read_csv_file(const std::string& path, const ReadOptions& options) {
+    return parse_csv(read_file(path, options.max_bytes), path, options);
+}
+
+}  // namespace attn

@@ -1,0 +1,179 @@
+// io/files.cpp — choosing a reader by extension, and writing output files so that a failure
+// (a full disk, a rename refused, Ctrl-C) never leaves a partial, new or foreign file behind.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "io/checks.hpp"
+
+namespace attn {
+
+using namespace io_checks;
+
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && std::string_view(s).substr(s.size() - suffix.size()) == suffix;
+}
+
+// ---- temporaries a signal handler may delete ----------------------------------------------------
+//
+// A handler may only call async-signal-safe functions (unlink, signal, raise) and read plain data,
+// so the names of the files in flight live in fixed slots; an empty slot starts with '\0'.
+// (One write at a time: the slots are not shared safely between threads.)
+constexpr int slots = 8;
+constexpr std::size_t max_path = 4096;
+char pending_paths[slots][max_path];
+
+void on_signal(int sig) {
+    for (auto& path : pending_paths)
+        if (path[0] != '\0') ::unlink(path);
+    std::signal(sig, SIG_DFL);  // then die of the signal, so the parent sees what happened
+    std::raise(sig);
+}
+
+// A file this write created: deleted when the object goes, unless keep() said it is in place.
+// While it exists, its name sits in a slot for the signal handler.
+class PendingFile {
+public:
+    explicit PendingFile(std::string path) : path_(std::move(path)) {
+        for (int k = 0; k < slots && slot_ < 0; ++k) {
+            if (pending_paths[k][0] == '\0' && path_.size() < max_path) {
+                std::memcpy(pending_paths[k], path_.c_str(), path_.size() + 1);
+                slot_ = k;
+            }
+        }
+    }
+    PendingFile(const PendingFile&) = delete;
+    PendingFile& operator=(const PendingFile&) = delete;
+    ~PendingFile() {
+        if (slot_ >= 0) pending_paths[slot_][0] = '\0';
+        if (!kept_) ::unlink(path_.c_str());
+    }
+    const std::string& path() const { return path_; }
+    void keep() { kept_ = true; }  // renamed into place: no longer ours to delete
+
+private:
+    std::string path_;
+    int slot_ = -1;
+    bool kept_ = false;
+};
+
+std::string directory_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string file_name_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A new, empty file "<dir>/.<name>.<tag>-XXXXXX" (mkstemp: O_CREAT|O_EXCL, mode 0600).
+int create_unique(const std::string& target, const char* tag, std::string& name) {
+    std::string pattern = directory_of(target) + "/." + file_name_of(target) + "." + tag + "-XXXXXX";
+    const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+    name = pattern;
+    return fd;
+}
+
+std::string reason() { return std::strerror(errno); }
+
+// Writes the .npy bytes of `m` to `fd`, all of them, and makes them durable.
+bool write_npy(int fd, const Matrix& m) {
+    const std::string header = npy_header(m);
+    const auto write_all = [fd](const char* p, std::size_t n) {
+        while (n > 0) {
+            const ssize_t done = ::write(fd, p, n);
+            if (done < 0 && errno == EINTR) continue;
+            if (done <= 0) return false;
+            p += done;
+            n -= static_cast<std::size_t>(done);
+        }
+        return true;
+    };
+    const mode_t mask = ::umask(0);  // the mode a plain fopen would give: 0666 less the umask
+    ::umask(mask);
+    return write_all(header.data(), header.size()) &&
+           write_all(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float)) &&
+           ::fchmod(fd, 0666 & ~mask) == 0 && ::fsync(fd) == 0;
+}
+
+// The target may be replaced only if it is absent or a regular file.
+void check_replaceable(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) return;
+        fail(path, "cannot write: " + reason());
+    }
+    if (S_ISDIR(st.st_mode)) fail(path, "cannot write: a directory of that name is in the way");
+    if (!S_ISREG(st.st_mode)) fail(path, "cannot write: it exists and is not a regular file");
+}
+
+}  // namespace
+
+Matrix read_matrix(const std::string& path, const ReadOptions& options) {
+    // Only regular files: a directory has no contents to read, and a FIFO or terminal would block
+    // until someone writes to it.
+    const bool npy = ends_with(path, ".npy"), csv = ends_with(path, ".csv");
+    if (!npy && !csv) fail(path, "unknown file type; use .npy or .csv");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open: " + reason());
+    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a matrix file");
+    if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a FIFO, device or socket); give a .npy or .csv file");
+    return npy ? read_npy_file(path, options) : read_csv_file(path, options);
+}
+
+void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files) {
+    for (const auto& [path, matrix] : files) check_replaceable(path);
+
+    // 1. Every file to a temporary of its own.
+    std::vector<std::unique_ptr<PendingFile>> temporaries;
+    for (const auto& [path, matrix] : files) {
+        std::string name;
+        const int fd = create_unique(path, "tmp", name);
+        if (fd < 0) fail(path, "cannot write: no temporary file can be created beside it: " + reason());
+        temporaries.push_back(std::make_unique<PendingFile>(name));
+        const bool ok = write_npy(fd, *matrix);
+        const std::string why = reason();
+        if (::close(fd) != 0 || !ok) fail(path, "cannot write: " + why);
+    }
+
+    // 2. Keep the old contents of targets that exist, as hard links, until all renames succeeded.
+    std::vector<std::unique_ptr<PendingFile>> backups(files.size());
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        std::string name;
+        const int fd = create_unique(files[k].first, "old", name);  // reserves a fresh name...
+        if (fd < 0) fail(files[k].first, "cannot create a file beside it: " + reason());
+        ::close(fd);
+        ::unlink(name.c_str());                                      // ...for link(), which never overwrites
+        if (::link(files[k].first.c_str(), name.c_str()) == 0) backups[k] = std::make_unique<PendingFile>(name);
+        else if (errno != ENOENT) fail(files[k].first, "cannot keep its old contents while replacing it: " + reason());
+    }
+
+    // 3. Rename into place; on a failure, undo the renames already done.
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        if (::rename(temporaries[k]->path().c_str(), files[k].first.c_str()) == 0) {
+            temporaries[k]->keep();
+            continue;
+        }
+        const std::string why = reason();
+        for (std::size_t done = 0; done < k; ++done) {
+            if (backups[done] && ::rename(backups[done]->path().c_str(), files[done].first.c_str()) == 0) backups[done]->keep();
+            else if (!backups[done]) ::unlink(files[done].first.c_str());  // it did not exist before
+        }
+        fail(files[k].first, "cannot rename into place: " + why);
+    }
+}
+
+void remove_temporaries_on_signals() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_signal);
+}
+
+}  // namespace attn

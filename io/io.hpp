@@ -1,0 +1,59 @@
+// io/io.hpp — reading matrices from .npy and .csv files and writing .npy, refusing bad input.
+// A room of its own: file formats are not the Matrix (matrix/), and the Matrix does not need them.
+//
+// Every problem is reported as InputError with a message that starts with the file's name and says
+// what is wrong and where: "x.csv: line 4 has 3 values, line 1 has 4". Sizes are checked against
+// a memory limit before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "matrix/matrix.hpp"
+
+namespace attn {
+
+struct InputError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct ReadOptions {
+    std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
+    bool csv_header = false;                            // a CSV's first line is a header to skip
+};
+
+// By extension: .npy (NumPy format 1.0 or 2.0, dtype <f4 or <f8, 2-D, C order) or .csv (one row per
+// line, values separated by commas). Values must be finite and fit float32. Only regular files are
+// read: a directory, FIFO or device is refused before it is opened.
+Matrix read_matrix(const std::string& path, const ReadOptions& options = {});
+
+// The same readers on bytes already in memory; `name` is used in messages (and by the fuzzers).
+Matrix parse_npy(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
+Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options = {});
+
+// A matrix as a .npy file: format 1.0, little-endian float32, C order. npy_header is the part
+// before the data.
+std::string npy_header(const Matrix& m);
+std::string npy_bytes(const Matrix& m);
+
+// Writes every (path, matrix) as .npy, all or nothing (io/files.cpp):
+//  - each goes first to a fresh temporary beside its target, ".<name>.tmp-XXXXXX", created with
+//    O_CREAT|O_EXCL (never an existing file, never through a planted symlink), written, fsync'ed;
+//  - only when all are written are they renamed into place; if a rename fails, the targets already
+//    replaced get their old contents back (kept as hard links until the end), or are removed if
+//    they are new;
+//  - a target that exists and is not a regular file (a directory, say) is refused before anything
+//    is written.
+// On failure InputError names the file; no temporary is left behind.
+void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files);
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that delete the temporaries of a write in
+// progress, then let the signal end the process as it would have. For programs (cli/main.cpp);
+// a library leaves signals alone unless asked.
+void remove_temporaries_on_signals();
+
+}  // namespace attn
