@@ -7,9 +7,13 @@
 #include "attention/attention.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "attention/kernels.hpp"
+#include "matrix/ops.hpp"
 
 namespace attn {
 
@@ -36,6 +40,38 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
     if (options.causal && Q.rows() != K.rows())
         fail("a causal mask needs as many queries as keys, got Q (" + shape_string(Q) + ") and K (" +
              shape_string(K) + ")");
+    if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
+        fail("d_k = 0: Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") have no columns to compare");
+}
+
+// Whether a step can leave float32's range is decided from the inputs alone, before any work, so
+// that every backend refuses the same inputs (the alternative, checking results, lets a borderline
+// sum overflow in one summation order and not in another):
+//   step 2: |Q_ij| = |x_i·(column j of W_Q)| ≤ ‖x_i‖·‖column j‖, and so is every partial sum;
+//   step 3: |S_ij| = |q_i·k_j| ≤ ‖q_i‖·‖k_j‖ (Cauchy–Schwarz), likewise;
+//   step 6: the fused backend adds up e^(s_ij − m_i)·v_j before dividing by ℓ_i ≤ m, so ≤ m·max|v_j|.
+// The bound must stay under half the largest float32 (1.7e38), which leaves room for rounding.
+void check_float_range(const std::string& who, const std::string& step, const std::string& bound_name, double bound) {
+    constexpr double limit = std::numeric_limits<float>::max() / 2.0;
+    if (bound <= limit) return;
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, " = %.3g, more than %.3g", bound, limit);
+    throw std::overflow_error(who + ": " + step + " could leave the float32 range: " + bound_name + numbers +
+                              " (half the largest float32, kept free for rounding)");
+}
+
+void check_finite(const std::string& who, const char* name, const Matrix& A) {
+    if (!std::isfinite(max_abs(A))) throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
+}
+
+void check_attention_range(const Matrix& Q, const Matrix& K, const Matrix& V) {
+    const std::string who = "scaled_dot_product_attention";
+    check_finite(who, "Q", Q);
+    check_finite(who, "K", K);
+    check_finite(who, "V", V);
+    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", max_row_norm(Q) * max_row_norm(K));
+    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max|v_jc|",
+                      double(V.rows()) * max_abs(V));
 }
 
 }  // namespace
@@ -44,6 +80,7 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
                                        const AttentionOptions& options, AttentionResult& out,
                                        AttentionTrace* trace) {
     check_attention_shapes(Q, K, V, options);
+    check_attention_range(Q, K, V);
     const Backend b = options.backend;
     const float c = scale_factor(options.scale, Q.cols());
     if (b == Backend::fused) {
@@ -97,14 +134,20 @@ SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
     };
     if (W_Q_.rows() != W_K_.rows() || W_K_.rows() != W_V_.rows()) fail("all weights need d_model rows");
     if (W_Q_.cols() != W_K_.cols()) fail("W_Q and W_K need the same width d_k");
+    if (W_Q_.cols() == 0) fail("d_k = 0: W_Q and W_K have no columns, so there is nothing to compare");
+    for (const auto& [name, W] : {std::pair{"W_Q", &W_Q_}, {"W_K", &W_K_}, {"W_V", &W_V_}}) check_finite("SingleHeadAttention", name, *W);
 }
 
 SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, Backend b) const {
     // [step 1] X = [x_1; …; x_n]: one d_model-wide embedding per token    (n×d_model)
     if (X.cols() != W_Q_.rows()) {
-        throw std::invalid_argument("SingleHeadAttention::forward: X (" + shape_string(X) + ") needs d_model = " +
+        throw std::invalid_argument("SingleHeadAttention::project: X (" + shape_string(X) + ") needs d_model = " +
                                     std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");
     }
+    check_finite("SingleHeadAttention::project", "X", X);
+    const double x_norm = max_row_norm(X);
+    for (const auto& [step, W] : {std::pair{"step 2 (Q = X·W_Q)", &W_Q_}, {"step 2 (K = X·W_K)", &W_K_}, {"step 2 (V = X·W_V)", &W_V_}})
+        check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖", x_norm * max_col_norm(*W));
     Projections p;
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
     kernels::matmul(X, W_Q_, p.Q, b);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "matrix/matrix.hpp"
@@ -67,6 +68,14 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
                                        const AttentionOptions& options, AttentionResult& out,
                                        AttentionTrace* trace = nullptr);
 
+// Memory a call allocates besides its inputs, for a caller that must keep within a budget
+// (`attn run --max-memory`). Checked arithmetic: std::length_error when it cannot even be counted.
+//   attention_bytes: Q (n×d_k), K (m×d_k), V (m×d_v) → the output (n×d_v), the n×m S/α unless the
+//                    backend is fused, and the kernels' scratch (per thread for fused).
+//   projection_bytes: X (n×d_model) → Q, K, V and the kernels' scratch.
+std::uint64_t attention_bytes(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend);
+std::uint64_t projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v, Backend backend);
+
 // The lesson's SingleHeadAttention: three projection matrices and a forward pass.
 class SingleHeadAttention {
 public:
@@ -89,6 +98,15 @@ public:
 private:
     Matrix W_Q_, W_K_, W_V_;
 };
+
+// What the fast backends were built for, as `attn --version` prints it.
+struct BuildInfo {
+    std::string instruction_set;  // xsimd's name, e.g. "fma3+avx2"
+    std::size_t batch_width;      // floats per vector
+    bool openmp;                  // false: parallel and fused run on one thread
+    int threads;                  // threads a team gets (OMP_NUM_THREADS, default: every core)
+};
+BuildInfo build_info();
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
 std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"

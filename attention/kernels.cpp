@@ -1,6 +1,9 @@
 #include "attention/kernels.hpp"
 
+#include <algorithm>
+
 #include "matrix/ops.hpp"
+#include "matrix/size.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::kernels {
@@ -42,3 +45,26 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float c,
 }
 
 }  // namespace attn::kernels
+
+attn::BuildInfo attn::build_info() {
+    return {simd::instruction_set(), simd::batch_width(), simd::openmp_built(), simd::max_threads()};
+}
+
+// What each backend allocates, mirroring the calls in attention.cpp: naive builds Kᵀ, the fast
+// matmuls keep one packing buffer (the largest one asked for), fused keeps scratch per thread.
+std::uint64_t attn::attention_bytes(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend) {
+    const std::string what = "attention working memory";
+    std::uint64_t bytes = matrix_bytes(n, d_v);  // O
+    if (backend == Backend::fused)
+        return checked_sum(bytes, checked_product(simd::fused_scratch_bytes(d_k), std::uint64_t(simd::max_threads()), what), what);
+    bytes = checked_sum(bytes, matrix_bytes(n, m), what);  // S, then α, in one buffer
+    if (backend == Backend::naive) return checked_sum(bytes, matrix_bytes(d_k, m), what);  // Kᵀ
+    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_k, m), simd::gemm_scratch_bytes(m, d_v)), what);
+}
+
+std::uint64_t attn::projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v, Backend backend) {
+    const std::string what = "projection working memory";
+    std::uint64_t bytes = checked_sum(checked_product(matrix_bytes(n, d_k), 2, what), matrix_bytes(n, d_v), what);  // Q, K, V
+    if (backend == Backend::naive) return bytes;
+    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_model, d_k), simd::gemm_scratch_bytes(d_model, d_v)), what);
+}

@@ -2,6 +2,12 @@
 
 namespace attn::cli {
 
+void reject_repeated(std::set<std::string>& seen, const std::string& arg, const std::string& command) {
+    if (!arg.starts_with("--")) return;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (!seen.insert(name).second) throw UsageError(command + ": " + name + " is given more than once");
+}
+
 Scale parse_scale(const std::string& v, const std::string& command) {
     for (Scale s : {Scale::sqrt_dk, Scale::dk, Scale::none})
         if (v == to_string(s)) return s;

@@ -1,6 +1,7 @@
 // cli/args.hpp — the few pieces of argument parsing every subcommand shares.
 #pragma once
 
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,11 @@ inline bool option_value(std::span<const std::string> args, std::size_t& i, cons
     value = args[++i];
     return true;
 }
+
+// Called with each argument at the top of a parsing loop (after an option's value was consumed, the
+// next argument is again an option): refuses an option given twice, since silently taking the last
+// one hides a typo. Arguments that do not start with "--" are not options and pass.
+void reject_repeated(std::set<std::string>& seen, const std::string& arg, const std::string& command);
 
 // Option values shared by the subcommands; `command` names the subcommand in the error message.
 Scale parse_scale(const std::string& value, const std::string& command);      // sqrt | dk | none

@@ -38,6 +38,14 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
+// A seed is any 32-bit value, 0 and the default 1 included.
+unsigned parse_seed(const std::string& v) {
+    const bool digits = !v.empty() && v.size() <= 10 && v.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoull(v) > 4294967295ull)
+        throw UsageError("--seed takes a whole number from 0 to 4294967295, got '" + v + "'");
+    return static_cast<unsigned>(std::stoull(v));
+}
+
 std::size_t parse_count(const std::string& v, const std::string& option) {
     std::size_t value = 0;
     const bool digits = !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos;
@@ -48,13 +56,15 @@ std::size_t parse_count(const std::string& v, const std::string& option) {
 
 Options parse(std::span<const std::string> args, bool wants_number) {
     Options o;
+    std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
+        reject_repeated(seen, args[i], wants_number ? "exercise" : "variance");
         std::string v;
         if (args[i] == "-h" || args[i] == "--help") o.help = true;
         else if (option_value(args, i, "--lang", v)) {
             if (v != "en" && v != "zh") throw UsageError("--lang must be en or zh, got '" + v + "'");
             o.lang = v == "zh" ? Lang::zh : Lang::en;
-        } else if (option_value(args, i, "--seed", v)) o.seed = static_cast<unsigned>(parse_count(v, "--seed"));
+        } else if (option_value(args, i, "--seed", v)) o.seed = parse_seed(v);
         else if (option_value(args, i, "--samples", v)) o.samples = parse_count(v, "--samples");
         else if (wants_number && o.number == 0 && args[i].size() == 1 && args[i][0] >= '1' && args[i][0] <= '5')
             o.number = args[i][0] - '0';

@@ -1,5 +1,7 @@
 // cli/main.cpp — `attn`: picks the subcommand, turns every error into "attn: error: …" and exit 2.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -9,7 +11,8 @@
 #include "cli/exercise.hpp"
 #include "cli/run.hpp"
 #include "cli/walk.hpp"
-#include "simd/simd.hpp"
+#include "attention/attention.hpp"
+#include "io/io.hpp"
 
 namespace {
 
@@ -40,10 +43,10 @@ int run(const std::vector<std::string>& args) {
         return 0;
     }
     if (command == "--version") {
+        const attn::BuildInfo b = attn::build_info();
         std::cout << "attn 0.1.0\n"
-                  << "simd: " << attn::simd::instruction_set() << ", " << attn::simd::batch_width()
-                  << " floats per batch\n"
-                  << "openmp: " << attn::simd::max_threads() << " threads\n";
+                  << "simd: " << b.instruction_set << ", " << b.batch_width << " floats per batch\n"
+                  << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built")) << "\n";
         return 0;
     }
     if (command == "walk") return attn::cli::run_walk(rest);
@@ -53,11 +56,20 @@ int run(const std::vector<std::string>& args) {
     throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
 }
 
+// Everything `attn` prints goes through std::cout; a write that failed (a full disk, a closed pipe
+// with SIGPIPE ignored) must not end in exit status 0 with the output lost.
+int check_output_written(int status) {
+    if (std::cout.flush()) return status;
+    std::cerr << "attn: error: could not write the output (standard output: " << std::strerror(errno) << ")\n";
+    return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    attn::remove_temporaries_on_signals();  // Ctrl-C during `attn run --out` leaves no temporary
     try {
-        return run(std::vector<std::string>(argv + 1, argv + argc));
+        return check_output_written(run(std::vector<std::string>(argv + 1, argv + argc)));
     } catch (const std::exception& e) {
         std::cout.flush();
         std::cerr << "attn: error: " << e.what() << '\n';

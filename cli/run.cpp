@@ -3,17 +3,22 @@
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <stdexcept>
+#include <vector>
 
 #include "attention/attention.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
+#include "matrix/size.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
@@ -50,17 +55,21 @@ struct RunOptions {
     int precision = 4;
 };
 
+// "512M", "8G", "1000": bytes, with every step of the arithmetic checked (17179869184G is 2⁶⁴ bytes,
+// which would wrap around to 0).
 std::uint64_t parse_memory(const std::string& v) {
-    std::uint64_t number = 0;
-    std::size_t k = 0;
-    for (; k < v.size() && v[k] >= '0' && v[k] <= '9'; ++k) {
-        if (number > (std::uint64_t{1} << 50)) throw UsageError("run: --max-memory '" + v + "' is too large");
-        number = number * 10 + static_cast<std::uint64_t>(v[k] - '0');
-    }
-    const std::string suffix = v.substr(k);
+    const std::size_t digits = std::min(v.find_first_not_of("0123456789"), v.size());
+    const std::string suffix = v.substr(digits);
     const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-    if (k == 0 || shift < 0) throw UsageError("run: --max-memory takes a size like 512M or 8G, got '" + v + "'");
-    return number << shift;
+    if (digits == 0 || shift < 0) throw UsageError("run: --max-memory takes a size like 512M or 8G, got '" + v + "'");
+    try {
+        std::uint64_t number = 0;
+        for (std::size_t k = 0; k < digits; ++k)
+            number = checked_sum(checked_product(number, 10, "--max-memory"), std::uint64_t(v[k] - '0'), "--max-memory");
+        return checked_product(number, std::uint64_t{1} << shift, "--max-memory");
+    } catch (const std::length_error&) {
+        throw UsageError("run: --max-memory '" + v + "' is too large to count (more than 16 EiB)");
+    }
 }
 
 RunOptions parse(std::span<const std::string> args) {
@@ -68,7 +77,9 @@ RunOptions parse(std::span<const std::string> args) {
     const std::pair<const char*, std::optional<std::string>*> files[] = {
         {"--x", &o.x}, {"--wq", &o.wq}, {"--wk", &o.wk}, {"--wv", &o.wv},
         {"--q", &o.q}, {"--k", &o.k},   {"--v", &o.v},   {"--out", &o.out}};
+    std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
+        reject_repeated(seen, args[i], "run");
         std::string v;
         bool matched = false;
         for (const auto& [name, slot] : files) {
@@ -119,6 +130,39 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// The --out directory: checked before any work (it exists as a directory, or its parent does), but
+// created only when there is something to write, so a refused run leaves nothing behind.
+void check_out_directory(const std::string& dir) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) throw InputError(dir + ": not a directory");
+        return;
+    }
+    const auto slash = dir.find_last_not_of('/') == std::string::npos ? std::string::npos : dir.rfind('/', dir.find_last_not_of('/'));
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+    if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw InputError(dir + ": cannot create directory: " + parent + " is not an existing directory");
+}
+
+// Writes the files into `dir`, creating it if needed; a directory created here is removed again
+// when the write fails.
+void write_outputs(const std::string& dir, const std::vector<std::pair<std::string, const Matrix*>>& files) {
+    const bool created = mkdir(dir.c_str(), 0777) == 0;
+    if (!created && errno != EEXIST) throw InputError(dir + ": cannot create directory: " + std::strerror(errno));
+    try {
+        write_npy_files(files);
+    } catch (...) {
+        if (created) rmdir(dir.c_str());
+        throw;
+    }
+}
+
+// Text of a printed matrix: each value becomes a std::string cell (32 bytes) and its characters in
+// the output (a sign, digits, the point, padding): about 48 + precision bytes.
+std::uint64_t printing_bytes(std::size_t rows, std::size_t cols, int precision) {
+    return checked_product(checked_product(rows, cols, "printing"), 48 + std::uint64_t(precision), "printing");
+}
+
 }  // namespace
 
 int run_run(std::span<const std::string> args) {
@@ -127,23 +171,44 @@ int run_run(std::span<const std::string> args) {
         std::cout << help;
         return 0;
     }
-    if (o.out) {  // refuse a bad output directory before any work
-        struct stat st {};
-        if (stat(o.out->c_str(), &st) != 0 && mkdir(o.out->c_str(), 0777) != 0)
-            throw InputError(*o.out + ": cannot create directory: " + std::strerror(errno));
-        if (stat(o.out->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw InputError(*o.out + ": not a directory");
-    }
+    if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
     Stopwatch clock;
     std::string timing;
     const auto lap = [&](const char* what) { timing += std::string(timing.empty() ? "" : ", ") + what + " " + format_number(float(clock.lap_ms()), 3) + " ms"; };
 
+    // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
+    // they are read, then what the projections and the attention will need.
+    MemoryBudget budget(o.read.max_bytes);
+    const auto read = [&](const std::string& path) {
+        ReadOptions r = o.read;
+        r.max_bytes = budget.left();
+        Matrix m = read_matrix(path, r);
+        budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
+        return m;
+    };
+    // Errors of the chain (a size that cannot be counted, a value range it refuses) name the files.
+    std::string inputs;
+    const auto about_inputs = [&](auto&& step) {
+        try {
+            step();
+        } catch (const InputError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw InputError(inputs + ": " + e.what());
+        }
+    };
+    const Backend backend = o.attention.backend;
+    const std::string backend_name = "the " + to_string(backend) + " backend";
     Matrix Q, K, V;
-    AttentionResult result;
     if (o.x) {
-        const Matrix X = read_matrix(*o.x, o.read);
-        Matrix W[3] = {read_matrix(*o.wq, o.read), read_matrix(*o.wk, o.read), read_matrix(*o.wv, o.read)};
-        if (o.torch_weights)
-            for (Matrix& w : W) w = transpose(w);
+        const Matrix X = read(*o.x);
+        Matrix W[3] = {read(*o.wq), read(*o.wk), read(*o.wv)};
+        if (o.torch_weights) {
+            for (Matrix& w : W) {
+                budget.charge(matrix_bytes(w.rows(), w.cols()), "transposing the PyTorch weights");
+                w = transpose(w);
+            }
+        }
         lap("read");
         const std::string* names[3] = {&*o.wq, &*o.wk, &*o.wv};
         for (int k = 0; k < 3; ++k)
@@ -153,29 +218,51 @@ int run_run(std::span<const std::string> args) {
                              " rows" + (o.torch_weights ? " after transposing" : "; if these are PyTorch weights, pass --torch-weights"));
         if (W[0].cols() != W[1].cols())
             mismatch(*o.wq, W[0], *o.wk, W[1], "W_Q and W_K must have the same number of columns (d_k)");
-        auto p = SingleHeadAttention(W[0], W[1], W[2]).project(X, o.attention.backend);
-        Q = std::move(p.Q);
-        K = std::move(p.K);
-        V = std::move(p.V);
+        if (W[0].cols() == 0)
+            mismatch(*o.wq, W[0], *o.wk, W[1], "d_k = 0: W_Q and W_K have no columns, so no query can be compared with a key");
+        inputs = *o.x + ", " + *o.wq + ", " + *o.wk + ", " + *o.wv;
+        about_inputs([&] {
+            budget.charge(projection_bytes(X.rows(), X.cols(), W[0].cols(), W[2].cols(), backend),
+                          "steps 1–2 on " + backend_name + " (Q, K and V)");
+            auto p = SingleHeadAttention(W[0], W[1], W[2]).project(X, backend);
+            Q = std::move(p.Q);
+            K = std::move(p.K);
+            V = std::move(p.V);
+        });
         lap("steps 1–2 (projections)");
     } else {
-        Q = read_matrix(*o.q, o.read);
-        K = read_matrix(*o.k, o.read);
-        V = read_matrix(*o.v, o.read);
+        Q = read(*o.q);
+        K = read(*o.k);
+        V = read(*o.v);
         lap("read");
         if (Q.cols() != K.cols()) mismatch(*o.q, Q, *o.k, K, "Q and K must have the same number of columns (d_k)");
         if (K.rows() != V.rows()) mismatch(*o.k, K, *o.v, V, "K and V must have the same number of rows");
         if (o.attention.causal && Q.rows() != K.rows())
             mismatch(*o.q, Q, *o.k, K, "a causal mask needs as many queries as keys");
+        if (Q.cols() == 0) mismatch(*o.q, Q, *o.k, K, "d_k = 0: Q and K have no columns, so no query can be compared with a key");
+        inputs = *o.q + ", " + *o.k + ", " + *o.v;
     }
-    scaled_dot_product_attention_into(Q, K, V, o.attention, result);
+    const bool has_alpha = backend != Backend::fused;
+    AttentionResult result;
+    about_inputs([&] {
+        budget.charge(attention_bytes(Q.rows(), K.rows(), Q.cols(), V.cols(), backend),
+                      "steps 3–6 on " + backend_name + " (" +
+                          (has_alpha ? "S/α of " + shape_string(Q.rows(), K.rows()) + ", O and scratch; --backend fused never stores S"
+                                     : std::string("O and per-thread scratch")) +
+                          ")");
+        if (!o.out) {
+            std::uint64_t text = printing_bytes(Q.rows(), V.cols(), o.precision);
+            if (has_alpha) text = checked_sum(text, printing_bytes(Q.rows(), K.rows(), o.precision), "printing");
+            budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
+        }
+        scaled_dot_product_attention_into(Q, K, V, o.attention, result);
+    });
     lap("steps 3–6 (attention)");
 
-    const bool has_alpha = o.attention.backend != Backend::fused;
     if (o.out) {
         std::vector<std::pair<std::string, const Matrix*>> files = {{*o.out + "/output.npy", &result.output}};
         if (has_alpha) files.emplace_back(*o.out + "/attn.npy", &result.weights);
-        write_npy_files(files);
+        write_outputs(*o.out, files);
         lap("write");
         std::cout << "wrote " << files[0].first << " (" << shape_string(result.output) << ")";
         if (has_alpha) std::cout << " and " << files[1].first << " (" << shape_string(result.weights) << ")";

@@ -35,7 +35,9 @@ struct WalkOptions {
 
 WalkOptions parse(std::span<const std::string> args) {
     WalkOptions o;
+    std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
+        reject_repeated(seen, args[i], "walk");
         std::string v;
         if (args[i] == "-h" || args[i] == "--help") {
             o.help = true;

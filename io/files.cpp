@@ -145,31 +145,43 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
         if (::close(fd) != 0 || !ok) fail(path, "cannot write: " + why);
     }
 
-    // 2. Keep the old contents of targets that exist, as hard links, until all renames succeeded.
-    std::vector<std::unique_ptr<PendingFile>> backups(files.size());
-    for (std::size_t k = 0; k < files.size(); ++k) {
-        std::string name;
-        const int fd = create_unique(files[k].first, "old", name);  // reserves a fresh name...
-        if (fd < 0) fail(files[k].first, "cannot create a file beside it: " + reason());
-        ::close(fd);
-        ::unlink(name.c_str());                                      // ...for link(), which never overwrites
-        if (::link(files[k].first.c_str(), name.c_str()) == 0) backups[k] = std::make_unique<PendingFile>(name);
-        else if (errno != ENOENT) fail(files[k].first, "cannot keep its old contents while replacing it: " + reason());
-    }
-
-    // 3. Rename into place; on a failure, undo the renames already done.
-    for (std::size_t k = 0; k < files.size(); ++k) {
-        if (::rename(temporaries[k]->path().c_str(), files[k].first.c_str()) == 0) {
-            temporaries[k]->keep();
-            continue;
+    // 2. Into place, one file at a time: the old file (if any) is renamed aside, then the temporary
+    //    renamed onto its name. Every step is a rename within one directory, so it cannot fail for
+    //    lack of space; if one fails all the same (a sticky directory, a file we may not replace),
+    //    the renames already done are undone in reverse, and every target is as it was.
+    std::vector<std::unique_ptr<PendingFile>> set_aside(files.size());
+    const auto undo = [&](std::size_t placed) {
+        for (std::size_t k = placed; k-- > 0;) {
+            if (set_aside[k] && ::rename(set_aside[k]->path().c_str(), files[k].first.c_str()) == 0) set_aside[k]->keep();
+            else if (!set_aside[k]) ::unlink(files[k].first.c_str());  // it did not exist before
         }
-        const std::string why = reason();
-        for (std::size_t done = 0; done < k; ++done) {
-            if (backups[done] && ::rename(backups[done]->path().c_str(), files[done].first.c_str()) == 0) backups[done]->keep();
-            else if (!backups[done]) ::unlink(files[done].first.c_str());  // it did not exist before
+    };
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        const std::string& target = files[k].first;
+        std::string aside = target;  // a fresh name for the old file, reserved by creating it
+        const int fd = create_unique(target, "old", aside);
+        if (fd >= 0) ::close(fd);
+        auto reserved = std::make_unique<PendingFile>(aside);
+        if (fd < 0) {
+            undo(k);
+            fail(target, "cannot write: " + reason());
         }
-        fail(files[k].first, "cannot rename into place: " + why);
+        if (::rename(target.c_str(), aside.c_str()) == 0) {
+            set_aside[k] = std::move(reserved);
+        } else if (errno != ENOENT) {
+            const std::string why = reason();
+            undo(k);
+            fail(target, "cannot replace it: " + why);
+        }
+        if (::rename(temporaries[k]->path().c_str(), target.c_str()) != 0) {
+            const std::string why = reason();
+            if (set_aside[k] && ::rename(aside.c_str(), target.c_str()) == 0) set_aside[k]->keep();
+            undo(k);
+            fail(target, "cannot rename into place: " + why);
+        }
+        temporaries[k]->keep();
     }
+    // 3. Success: the old files set aside go (their PendingFile destructors unlink them).
 }
 
 void remove_temporaries_on_signals() {

@@ -44,8 +44,8 @@ std::string npy_bytes(const Matrix& m);
 //  - each goes first to a fresh temporary beside its target, ".<name>.tmp-XXXXXX", created with
 //    O_CREAT|O_EXCL (never an existing file, never through a planted symlink), written, fsync'ed;
 //  - only when all are written are they renamed into place; if a rename fails, the targets already
-//    replaced get their old contents back (kept as hard links until the end), or are removed if
-//    they are new;
+//    replaced get their old contents back (the old files are renamed aside until the end), or are
+//    removed if they are new;
 //  - a target that exists and is not a regular file (a directory, say) is refused before anything
 //    is written.
 // On failure InputError names the file; no temporary is left behind.

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -35,6 +36,7 @@ void check_square(const char* op, const Matrix& S) {
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C) {
     check_matmul_shapes("matmul", A, B);
     C.reshape(A.rows(), B.cols());
+    if (C.empty()) return;  // no element to compute (and maybe 2⁶² empty rows not worth walking)
     for (std::size_t i = 0; i < A.rows(); ++i) {
         for (std::size_t j = 0; j < B.cols(); ++j) {
             float sum = 0.0f;  // C_ij = row i of A · column j of B
@@ -53,6 +55,7 @@ Matrix matmul(const Matrix& A, const Matrix& B) {
 // [naive transpose] (Aᵀ)_ij = A_ji: an actual copy, as the formula S = Q·Kᵀ reads literally
 Matrix transpose(const Matrix& A) {
     Matrix T(A.cols(), A.rows());
+    if (A.empty()) return T;  // nothing to copy, however many empty rows a header claims
     for (std::size_t i = 0; i < A.rows(); ++i) {
         for (std::size_t j = 0; j < A.cols(); ++j) T(j, i) = A(i, j);
     }
@@ -117,6 +120,36 @@ Matrix causal_mask(const Matrix& S) {
     Matrix R = S;
     causal_mask_in_place(R);
     return R;
+}
+
+// A NaN must win every comparison here, so that it is reported rather than skipped.
+static double larger(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
+
+double max_row_norm(const Matrix& A) {
+    double result = 0.0;
+    if (A.cols() == 0) return result;  // a header may claim 2⁶² empty rows: don't walk them
+    for (std::size_t i = 0; i < A.rows(); ++i) {
+        double sum = 0.0;
+        for (float v : A.row(i)) sum += double(v) * v;
+        result = larger(result, std::sqrt(sum));
+    }
+    return result;
+}
+
+double max_col_norm(const Matrix& A) {
+    if (A.cols() == 0) return 0.0;
+    std::vector<double> sums(A.cols(), 0.0);
+    for (std::size_t i = 0; i < A.rows(); ++i)
+        for (std::size_t j = 0; j < A.cols(); ++j) sums[j] += double(A(i, j)) * A(i, j);
+    double result = 0.0;
+    for (double sum : sums) result = larger(result, std::sqrt(sum));
+    return result;
+}
+
+double max_abs(const Matrix& A) {
+    double result = 0.0;
+    for (std::size_t k = 0; k < A.size(); ++k) result = larger(result, std::fabs(double(A.data()[k])));
+    return result;
 }
 
 }  // namespace attn

@@ -32,6 +32,12 @@ void softmax_rows_in_place(Matrix& S);
 Matrix causal_mask(const Matrix& S);
 void causal_mask_in_place(Matrix& S);
 
+// Sizes of entries, in double so that they cannot overflow themselves: the largest Euclidean
+// norm of a row, of a column, and the largest |A_ij|. NaN when A holds a NaN; 0 for an empty A.
+double max_row_norm(const Matrix& A);
+double max_col_norm(const Matrix& A);
+double max_abs(const Matrix& A);
+
 // The shape checks, shared with the fast kernels in simd/ so every backend words its errors alike.
 void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B);             // A·B
 void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B);  // A·Bᵀ

@@ -20,17 +20,20 @@
 // Causal: tiles that lie entirely in the future of the block (first key > last query) are skipped,
 // about half of all tiles; only tiles crossing the diagonal are masked.
 //
-// Extra memory per thread: the score block (BR×BC), one packed tile of Kᵀ (d_k×BC) and one of V
-// (BC×d_v), and m, ℓ for BR rows. Nothing grows with n.
+// Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
+// (BC×NR), and m, ℓ for BR rows: fused_scratch_bytes(d_k). Nothing grows with n or d_v. Each panel
+// is packed and then used at once by every row strip of the block, while it is still in L1.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "matrix/ops.hpp"
+#include "matrix/size.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
 #include "simd/simd.hpp"
+#include "simd/threads.hpp"
 
 namespace attn::simd {
 
@@ -46,12 +49,12 @@ using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
 
 // One thread's scratch space, kept from call to call (first touch of fresh memory is slow).
 struct Scratch {
-    Buffer scores, k_panels, v_panels, row_max, row_sum;
-    void fit(std::size_t d_k, std::size_t d_v) {
+    Buffer scores, k_panel, v_panel, row_max, row_sum;
+    void fit(std::size_t d_k) {
         const auto grow = [](Buffer& b, std::size_t n) { if (b.size() < n) b.resize(n); };
         grow(scores, BR * BC);
-        grow(k_panels, d_k * BC);
-        grow(v_panels, BC * round_up(d_v, NR));
+        grow(k_panel, d_k * NR);
+        grow(v_panel, BC * NR);
         grow(row_max, BR);
         grow(row_sum, BR);
     }
@@ -71,12 +74,12 @@ void scale_row(float* x, std::size_t n, float c) {
 // [fused scores] S_tile = c·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
-    for (std::size_t q = 0; q * NR < cols; ++q)
-        pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panels.data() + q * d_k * NR);
-    for (std::size_t q = 0; q * NR < cols; ++q)
+    for (std::size_t q = 0; q * NR < cols; ++q) {
+        pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panel.data());
         for (std::size_t r = 0; r < rows; r += MR)
-            run_microkernel(std::min(MR, rows - r), d_k, p.Q.row(i0 + r).data(), d_k, s.k_panels.data() + q * d_k * NR, NR,
+            run_microkernel(std::min(MR, rows - r), d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
                             s.scores.data() + r * BC + q * NR, BC, std::min(NR, cols - q * NR), true, true, p.scale);
+    }
     if (p.causal && j0 + cols > i0 + 1) {  // the tile reaches past the diagonal of some row: mask it
         for (std::size_t r = 0; r < rows; ++r)
             for (std::size_t j = (i0 + r + 1 > j0 ? i0 + r + 1 - j0 : 0); j < cols; ++j) s.scores[r * BC + j] = neg_inf;
@@ -104,12 +107,12 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
 // [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
 void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_v = p.V.cols();
-    for (std::size_t q = 0; q * NR < d_v; ++q)
-        pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panels.data() + q * cols * NR);
-    for (std::size_t q = 0; q * NR < d_v; ++q)
+    for (std::size_t q = 0; q * NR < d_v; ++q) {
+        pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
         for (std::size_t r = 0; r < rows; r += MR)
-            run_microkernel(std::min(MR, rows - r), cols, s.scores.data() + r * BC, BC, s.v_panels.data() + q * cols * NR, NR,
+            run_microkernel(std::min(MR, rows - r), cols, s.scores.data() + r * BC, BC, s.v_panel.data(), NR,
                             p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
+    }
 }
 
 // Rows [i0, i0+rows) of O, start to finish, on one thread.
@@ -133,6 +136,12 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
 
 }  // namespace
 
+std::uint64_t fused_scratch_bytes(std::size_t d_k) {
+    const std::uint64_t floats = checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR,
+                                             "fused scratch");
+    return checked_product(floats, sizeof(float), "fused scratch");
+}
+
 void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                      Threads threads) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
@@ -145,10 +154,11 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     const auto blocks = static_cast<std::ptrdiff_t>((Q.rows() + BR - 1) / BR);
     // dynamic: causal blocks near the bottom have more tiles; any thread may take any block, and the
     // result does not depend on which one does.
-#pragma omp parallel if (threads == Threads::all)
+    const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
+#pragma omp parallel if (use_team(threads, flops, static_cast<std::uint64_t>(blocks)))
     {
         thread_local Scratch scratch;
-        scratch.fit(Q.cols(), V.cols());
+        scratch.fit(Q.cols());
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t b = 0; b < blocks; ++b) {
             const std::size_t i0 = static_cast<std::size_t>(b) * BR;

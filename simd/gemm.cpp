@@ -20,16 +20,16 @@
 //
 // The same code computes A·Bᵀ: only the packing differs. A panel of Bᵀ is read from NR rows of B,
 // so S = Q·Kᵀ never builds Kᵀ; the transposition happens one small panel at a time while packing.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "matrix/ops.hpp"
+#include "matrix/size.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
 #include "simd/simd.hpp"
+#include "simd/threads.hpp"
 
 namespace attn::simd {
 
@@ -53,6 +53,7 @@ float* packing_buffer(std::size_t floats) {
 void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix& C, Threads threads) {
     const std::size_t m = A.rows(), k = A.cols(), n = layout == BLayout::k_by_n ? B.cols() : B.rows();
     C.reshape(m, n);
+    if (C.empty()) return;
     if (k == 0) {
         std::fill(C.data(), C.data() + C.size(), 0.0f);  // empty sums
         return;
@@ -60,7 +61,8 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
     float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
     const std::size_t lda = A.cols(), ldc = C.cols();
 
-#pragma omp parallel if (threads == Threads::all)
+    const double flops = 2.0 * double(m) * double(n) * double(k);
+#pragma omp parallel if (use_team(threads, flops, (m + MC - 1) / MC))
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
         const std::ptrdiff_t panels = static_cast<std::ptrdiff_t>((nc + NR - 1) / NR);
@@ -91,6 +93,10 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
 }
 
 }  // namespace
+
+std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n) {
+    return matrix_bytes(std::min(KC, k), round_up(std::min(NC, n), NR));
+}
 
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
 void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads) {

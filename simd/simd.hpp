@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -16,7 +17,8 @@ namespace attn::simd {
 
 enum class Threads {
     one,  // the calling thread only
-    all,  // an OpenMP team (OMP_NUM_THREADS, default: every core), output rows split between them
+    all,  // an OpenMP team (OMP_NUM_THREADS, default: every core), output rows split between them;
+          // work too small to be worth a team runs on the calling thread (simd/threads.hpp)
 };
 
 // C = A·B                 (m×k)·(k×n) → (m×n)
@@ -31,6 +33,12 @@ void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C,
 void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                      Threads threads);
 
+// Scratch memory the kernels allocate, for a caller that must budget it before the call:
+// matmul/matmul_transposed keep one packing buffer per calling thread for depth k and width n;
+// fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
+std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n);
+std::uint64_t fused_scratch_bytes(std::size_t d_k);
+
 // S_ij ← −∞ for j > i (S square).
 void causal_mask(Matrix& S, Threads threads);
 
@@ -43,9 +51,12 @@ void axpy(float alpha, const float* x, float* y, std::size_t n);    // y ← y +
 float exp_and_sum(std::span<float> x, float shift);                 // x_k ← e^(x_k − shift); returns Σ x_k
 float row_max(std::span<const float> x);                            // max_k x_k (−∞ for an empty row)
 
-// What this build runs on: xsimd's instruction set ("fma3+avx2"), floats per batch, OpenMP threads.
+// What this build runs on (simd/build_info.cpp): xsimd's instruction set ("fma3+avx2"), floats per
+// batch, whether OpenMP was compiled in, and the threads a team gets (1 without OpenMP).
 std::string instruction_set();
 std::size_t batch_width();
+bool openmp_built();
 int max_threads();
+void set_max_threads(int threads);  // omp_set_num_threads; does nothing without OpenMP
 
 }  // namespace attn::simd

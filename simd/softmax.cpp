@@ -10,6 +10,7 @@
 #include "matrix/ops.hpp"
 #include "simd/batch.hpp"
 #include "simd/simd.hpp"
+#include "simd/threads.hpp"
 
 namespace attn::simd {
 
@@ -30,6 +31,9 @@ void softmax_row(std::span<float> x) {
     for (; k < x.size(); ++k) x[k] *= inv_sum;
 }
 
+// Work of a pass over S, counted as flops for use_team: an exponential costs about 16.
+double pass_flops(const Matrix& S) { return 16.0 * double(S.rows()) * double(S.cols()); }
+
 }  // namespace
 
 float row_max(std::span<const float> x) {
@@ -47,7 +51,7 @@ float row_max(std::span<const float> x) {
 // [fast softmax] step 5, rows split over threads
 void softmax_rows(Matrix& S, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-#pragma omp parallel for schedule(static) if (threads == Threads::all)
+#pragma omp parallel for schedule(static) if (use_team(threads, pass_flops(S), S.rows()))
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
 }
 
@@ -55,7 +59,7 @@ void softmax_rows(Matrix& S, Threads threads) {
 void causal_mask(Matrix& S, Threads threads) {
     check_square("causal_mask", S);
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-#pragma omp parallel for schedule(static) if (threads == Threads::all)
+#pragma omp parallel for schedule(static) if (use_team(threads, pass_flops(S), S.rows()))
     for (std::ptrdiff_t i = 0; i < rows; ++i) {
         const auto row = S.row(static_cast<std::size_t>(i));
         std::fill(row.begin() + i + 1, row.end(), neg_inf);

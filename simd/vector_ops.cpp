@@ -2,8 +2,6 @@
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -11,7 +9,6 @@
 #include "simd/simd.hpp"
 
 namespace attn::simd {
-
 
 float dot(const float* a, const float* b, std::size_t n) {
     // Four accumulators: with one, every FMA waits for the previous result (about 4 cycles); four
@@ -62,9 +59,5 @@ float exp_and_sum(std::span<float> x, float shift) {
     }
     return xsimd::hadd(sum);
 }
-
-std::string instruction_set() { return xsimd::default_arch::name(); }
-std::size_t batch_width() { return W; }
-int max_threads() { return omp_get_max_threads(); }
 
 }  // namespace attn::simd

@@ -161,7 +161,7 @@ TEST_CASE("shape errors name the op and both shapes", "[attention][errors]") {
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(a, b, b, {.causal = true}),
                       Contains("causal") && Contains("Q (3×3)") && Contains("K (4×3)"));
     CHECK_THROWS_WITH(example_layer().forward(Matrix(3, 5)),
-                      Contains("forward") && Contains("X (3×5)") && Contains("W_Q (4×3)"));
+                      Contains("SingleHeadAttention::project") && Contains("X (3×5)") && Contains("W_Q (4×3)"));
     CHECK_THROWS_WITH((attn::SingleHeadAttention{Matrix(4, 3), Matrix(4, 2), Matrix(4, 3)}),
                       Contains("W_Q (4×3)") && Contains("W_K (4×2)"));
     CHECK_THROWS_WITH((attn::SingleHeadAttention{Matrix(4, 3), Matrix(5, 3), Matrix(4, 3)}),

@@ -1,0 +1,262 @@
+// The library at its edges: crafted sizes, out-of-range values, d_k = 0, overflow, the memory a run
+// needs, and output files that must be all or nothing. One TEST_CASE per way these went wrong.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "attention/attention.hpp"
+#include "io/io.hpp"
+#include "matrix/ops.hpp"
+#include "matrix/size.hpp"
+#include "random.hpp"
+#include "temp_dir.hpp"
+
+using attn::Backend;
+using attn::Matrix;
+using Catch::Contains;
+
+namespace {
+
+constexpr Backend all_backends[] = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
+
+// The .npy of a matrix with no columns, whose header may claim any number of rows: 128 bytes.
+std::string zero_width_npy(std::size_t rows) { return attn::npy_bytes(Matrix(rows, 0)); }
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// Runs `check` in a child process as the user "nobody" (65534), to whom `dir` is given, except
+// for `dir/keep_root`, which stays root's and becomes sticky and world-writable. Needs root.
+bool as_other_user(const TempDir& dir, const std::string& keep_root, const std::function<bool()>& check) {
+    if (::chown(dir.path.c_str(), 65534, 65534) != 0) return false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path))
+        if (entry.path().filename() != keep_root && ::lchown(entry.path().c_str(), 65534, 65534) != 0) return false;
+    std::filesystem::permissions(dir.path / keep_root, std::filesystem::perms(01777));
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(::setgid(65534) == 0 && ::setuid(65534) == 0 && check() ? 0 : 1);
+    int status = 1;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("size products are checked: a shape whose float count overflows is refused, not wrapped", "[limits][sizes]") {
+    CHECK(attn::checked_product(1u << 20, 1u << 20, "t") == std::uint64_t{1} << 40);
+    CHECK_THROWS_AS(attn::checked_product(std::uint64_t{1} << 32, std::uint64_t{1} << 32, "t"), std::length_error);
+    CHECK_THROWS_AS(attn::checked_sum(~std::uint64_t{0}, 1, "t"), std::length_error);
+    CHECK_THROWS_WITH(attn::matrix_bytes(std::uint64_t{1} << 62, 1), Contains("4611686018427387904×1"));
+    // 2³²×2³² floats is 2⁶⁴: it wrapped to an empty buffer that every kernel then wrote past.
+    CHECK_THROWS_AS(Matrix(std::size_t{1} << 32, std::size_t{1} << 32), std::length_error);
+    CHECK_THROWS_WITH(Matrix(std::size_t{1} << 61, 1), Contains("Matrix: shape 2305843009213693952×1"));
+    Matrix m(2, 2, 1.0f);
+    CHECK_THROWS_AS(m.reshape(std::size_t{1} << 33, std::size_t{1} << 33), std::length_error);
+    CHECK(m.rows() == 2);  // a refused reshape leaves the matrix as it was
+    CHECK(m(1, 1) == 1.0f);
+}
+
+TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows are refused by every backend", "[limits][sizes]") {
+    const Matrix Q = attn::parse_npy(zero_width_npy(std::size_t{1} << 32), "q.npy");  // 128 bytes, no data
+    REQUIRE(Q.rows() == std::size_t{1} << 32);
+    for (Backend b : all_backends) {
+        INFO(attn::to_string(b));
+        // d_k = 0 is refused before the 2³²×2³² score matrix could be attempted
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, Q, Q, {.backend = b}), Contains("d_k = 0"));
+        // X (2⁶², 0) with W (0, 4): Q would be 2⁶²×4 floats
+        const Matrix X = attn::parse_npy(zero_width_npy(std::size_t{1} << 62), "x.npy");
+        const attn::SingleHeadAttention layer(Matrix(0, 4), Matrix(0, 4), Matrix(0, 4));
+        CHECK_THROWS_AS(layer.forward(X, {.backend = b}), std::length_error);
+    }
+    const Matrix huge = attn::parse_npy(zero_width_npy((std::size_t{1} << 63) + 1), "q.npy");
+    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(huge, Matrix(2, 0), Matrix(2, 0)), Contains("d_k = 0"));
+    CHECK_THROWS_AS(attn::attention_bytes(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel), std::length_error);
+}
+
+TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones round to 0", "[limits][csv]") {
+    CHECK_THROWS_WITH(attn::parse_csv("7,1e39,1e-50,3\n", "r.csv"),
+                      Contains("r.csv: line 1, value 2 ('1e39') is outside the range of float32"));
+    CHECK_THROWS_WITH(attn::parse_csv("1,2\n3,-4e38\n", "r.csv"), Contains("line 2, value 2 ('-4e38')"));
+    CHECK_THROWS_WITH(attn::parse_csv("1e400\n", "r.csv"), Contains("outside the range of float32"));
+    // first value of a row out of range: this one used to read an uninitialised float
+    CHECK_THROWS_WITH(attn::parse_csv("1,2\n1e39,5\n", "r.csv"), Contains("line 2, value 1"));
+    CHECK(attn::parse_csv("7,1e-50,3\n", "r.csv") == Matrix{{7.0f, 0.0f, 3.0f}});  // as numpy.float32(1e-50)
+    CHECK(attn::parse_csv("3.4e38\n", "r.csv")(0, 0) == 3.4e38f);
+}
+
+TEST_CASE("d_k = 0 is refused at the API, by every backend, with the shapes named", "[limits][dk0]") {
+    for (Backend b : all_backends) {
+        INFO(attn::to_string(b));
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Matrix(3, 0), Matrix(3, 0), Matrix(3, 2), {.backend = b}),
+                          Contains("scaled_dot_product_attention: d_k = 0: Q (3×0) and K (3×0)"));
+    }
+    CHECK_THROWS_WITH(attn::SingleHeadAttention(Matrix(4, 0), Matrix(4, 0), Matrix(4, 2)),
+                      Contains("SingleHeadAttention: d_k = 0") && Contains("W_Q (4×0)"));
+    // d_v = 0 is fine: an empty output row per query
+    CHECK(attn::scaled_dot_product_attention(Matrix(3, 2, 1.0f), Matrix(3, 2, 1.0f), Matrix(3, 0)).output.cols() == 0);
+}
+
+TEST_CASE("values that would leave float32 range are refused alike by every backend, naming the step", "[limits][overflow]") {
+    const Matrix one{{1, -1}, {1, 1}};
+    const Matrix big_q{{3e38f, -3e38f}, {3e38f, 3e38f}};
+    Matrix big_identity(3, 3);
+    for (std::size_t i = 0; i < 3; ++i) big_identity(i, i) = 1e30f;
+    const Matrix big_v{{3e38f, 1.0f}, {3e38f, 2.0f}};
+    for (Backend b : all_backends) {
+        INFO(attn::to_string(b));
+        const attn::AttentionOptions o{.backend = b};
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(big_q, one, one, o), Contains("step 3 (S = Q·Kᵀ)"));
+        CHECK_THROWS_AS(attn::scaled_dot_product_attention(big_identity, big_identity, Matrix(3, 1, 1.0f), o), std::overflow_error);
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(one, one, big_v, o), Contains("step 6 (O = α·V"));
+        const Matrix nan{{NAN, 1.0f}};
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(nan, one, one, o), Contains("Q (1×2) holds NaN or ±inf"));
+        const attn::SingleHeadAttention layer(Matrix(2, 2, 1e20f), Matrix(2, 2, 1.0f), Matrix(2, 2, 1.0f));
+        CHECK_THROWS_WITH(layer.forward(Matrix(1, 2, 1e20f), o), Contains("step 2 (Q = X·W_Q)"));
+    }
+    // Just inside the bound, every backend gives finite results that agree with naive.
+    const Matrix q{{1e18f, 0.0f}}, k{{1e18f, 0.0f}, {0.0f, 1e18f}}, v{{5e37f, -5e37f}, {1.0f, 2.0f}};
+    const Matrix want = attn::scaled_dot_product_attention(q, k, v).output;
+    CHECK(std::isfinite(want(0, 0)));
+    for (Backend b : all_backends)
+        CHECK(attn::scaled_dot_product_attention(q, k, v, {.backend = b}).output(0, 0) == Approx(want(0, 0)).epsilon(1e-6));
+}
+
+TEST_CASE("the memory a call needs is known before it allocates, and a budget refuses with the sizes", "[limits][memory]") {
+    // Q, K, V of 65536×16 (12 MiB of input) need a 16 GiB S on the materialised backends.
+    const std::uint64_t S = std::uint64_t{65536} * 65536 * 4;
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel}) CHECK(attn::attention_bytes(65536, 65536, 16, 16, b) >= S);
+    CHECK(attn::attention_bytes(65536, 65536, 16, 16, Backend::fused) < (std::uint64_t{64} << 20));
+    // The fused scratch no longer grows with d_v (a 1×2,621,440 V needed 5.2 GB of it).
+    CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) == attn::attention_bytes(1, 1, 4, 16, Backend::fused) +
+                                                                          4 * (2621440 - 16));
+    attn::MemoryBudget budget(std::uint64_t{8} << 30);
+    budget.charge(12 << 20, "inputs");
+    CHECK_THROWS_WITH(budget.charge(S, "S"), Contains("S needs 16 GiB on top of 12 MiB already taken") &&
+                                                 Contains("limit of 8 GiB"));
+    CHECK(budget.used() == 12 << 20);
+}
+
+TEST_CASE("writing is all or nothing: a failed second file leaves the first as it was", "[limits][output]") {
+    const TempDir dir;
+    const Matrix old_m(2, 2, 1.0f), new_m(3, 3, 2.0f);
+    const std::string first = dir.file("output.npy", old_m);
+    std::filesystem::create_directory(dir.at("attn.npy"));  // a directory where the second file goes
+    CHECK_THROWS_WITH(attn::write_npy_files({{first, &new_m}, {dir.at("attn.npy"), &new_m}}),
+                      Contains("attn.npy: cannot write: a directory of that name is in the way"));
+    CHECK(attn::read_matrix(first) == old_m);
+    CHECK(dir.listing() == std::vector<std::string>{"attn.npy", "output.npy"});  // no temporaries
+    // A rename that fails after the first file is in place: the first gets its old contents back.
+    // The failure: the second target belongs to root in a sticky, world-writable directory (as
+    // /tmp is), and the write runs as another user, who may create files there but not replace it.
+    if (::geteuid() != 0) {
+        WARN("skipped the rollback half: it needs root to set up a file another user may not replace");
+        return;
+    }
+    std::filesystem::remove(dir.at("attn.npy"));
+    std::filesystem::create_directory(dir.at("sticky"));
+    const Matrix second_old(1, 1, 7.0f);
+    const std::string second = dir.file("sticky/attn.npy", second_old);
+    std::filesystem::permissions(second, std::filesystem::perms(0666));
+    const auto write_both = [&] {
+        const std::string error = message_of([&] { attn::write_npy_files({{first, &new_m}, {second, &new_m}}); });
+        return error.find("sticky/attn.npy: cannot replace it") != std::string::npos && attn::read_matrix(first) == old_m &&
+               attn::read_matrix(second) == second_old;
+    };
+    CHECK(as_other_user(dir, "sticky", write_both));
+    CHECK(dir.listing() == std::vector<std::string>{"output.npy", "sticky"});
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.at("sticky")), {}) == 1);  // no temporary left
+}
+
+TEST_CASE("a symlink planted beside the target is never written through", "[limits][output]") {
+    const TempDir dir;
+    const Matrix victim_m(1, 1, 5.0f), m(2, 2, 1.0f);
+    const std::string victim = dir.file("victim.npy", victim_m);
+    // The old temporary name was predictable: target + ".tmp-" + pid. Plant links at that name and
+    // at every name the new scheme could pick if it followed links (it creates with O_EXCL).
+    std::filesystem::create_symlink(victim, dir.at("output.npy.tmp-" + std::to_string(::getpid())));
+    std::filesystem::create_symlink(victim, dir.at("output.npy"));  // even the target itself is a link
+    CHECK_THROWS_WITH(attn::write_npy_files({{dir.at("output.npy"), &m}}), Contains("not a regular file"));
+    CHECK(attn::read_matrix(victim) == victim_m);
+    std::filesystem::remove(dir.at("output.npy"));
+    attn::write_npy_files({{dir.at("output.npy"), &m}});
+    CHECK(attn::read_matrix(dir.at("output.npy")) == m);
+    CHECK(attn::read_matrix(victim) == victim_m);
+    CHECK(!std::filesystem::is_symlink(dir.at("output.npy")));
+}
+
+TEST_CASE("SIGTERM during a write removes the temporary, and the process still dies of SIGTERM", "[limits][output]") {
+    const TempDir dir;
+    const Matrix big(8192, 8192, 1.0f);  // 256 MiB: the write takes long enough to be interrupted
+    bool caught_in_flight = false;
+    for (int attempt = 0; attempt < 5 && !caught_in_flight; ++attempt) {
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            attn::remove_temporaries_on_signals();
+            attn::write_npy_files({{dir.at("output.npy"), &big}});
+            ::_exit(0);
+        }
+        // Wait for the temporary to appear, then interrupt.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!caught_in_flight && std::chrono::steady_clock::now() < deadline) {
+            for (const auto& name : dir.listing()) caught_in_flight |= name.starts_with(".output.npy.tmp-");
+            if (!caught_in_flight) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (std::filesystem::exists(dir.at("output.npy"))) break;  // too late: it finished first
+        }
+        if (caught_in_flight) ::kill(child, SIGTERM);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        if (caught_in_flight) {
+            CHECK(WIFSIGNALED(status));
+            CHECK(WTERMSIG(status) == SIGTERM);
+        }
+        std::filesystem::remove(dir.at("output.npy"));
+    }
+    REQUIRE(caught_in_flight);
+    CHECK(dir.listing().empty());
+}
+
+TEST_CASE("regular files only: a directory or a FIFO given as input is refused at once", "[limits][io]") {
+    const TempDir dir;
+    std::filesystem::create_directory(dir.at("d.npy"));
+    CHECK_THROWS_WITH(attn::read_matrix(dir.at("d.npy")), Contains("d.npy: is a directory"));
+    REQUIRE(::mkfifo(dir.at("f.csv").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(attn::read_matrix(dir.at("f.csv")), Contains("f.csv: is not a regular file"));
+}
+
+TEST_CASE("differential: on random accepted inputs every backend agrees with naive within a float32 bound", "[limits][differential]") {
+    std::mt19937 rng(2026);
+    for (int round = 0; round < 60; ++round) {
+        const std::size_t n = 1 + rng() % 40, m = 1 + rng() % 40, d_k = 1 + rng() % 20, d_v = rng() % 20;
+        const bool causal = rng() % 2 == 0;
+        const float spread = std::ldexp(1.0f, static_cast<int>(rng() % 8) - 2);  // scores from gentle to peaked
+        const Matrix Q = random_matrix(n, d_k, rng, -spread, spread), K = random_matrix(causal ? n : m, d_k, rng, -spread, spread);
+        const Matrix V = random_matrix(K.rows(), d_v, rng, -4.0f, 4.0f);
+        const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal});
+        for (Backend b : all_backends) {
+            INFO("round " << round << ", " << attn::to_string(b) << ", n=" << n << " m=" << K.rows() << " d_k=" << d_k << " d_v=" << d_v);
+            const auto got = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = b});
+            REQUIRE(got.output.rows() == want.output.rows());
+            REQUIRE(got.output.cols() == want.output.cols());
+            // |o_ij| ≤ max|v|: an error of 1e-5·max|v| is ~100 float32 roundings of the largest term
+            for (std::size_t k = 0; k < want.output.size(); ++k)
+                CHECK(std::fabs(got.output.data()[k] - want.output.data()[k]) <= 1e-5f * 4.0f * (1 + float(d_k) * spread * spread));
+        }
+    }
+}
