@@ -41,7 +41,8 @@ Options:
   --out DIR                 write DIR/output.npy and DIR/attn.npy (float32) instead of printing;
                             with --backend fused only output.npy (there is no α)
   --csv-header              the first line of each .csv file is a header to skip
-  --max-memory SIZE         refuse inputs whose matrices need more (default 8G; K, M, G suffixes)
+  --max-memory SIZE         refuse a run whose buffers (inputs, S/α, scratch, printed text) would
+                            need more (default 8G; K, M, G suffixes)
   --precision N             digits when printing, 0 to 8 (default 4)
   --time                    print how long each part took
   -h, --help                this text

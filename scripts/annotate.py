@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Build the annotated source pages: notes with rendered math on the left, the code they describe on
-the right, one page per file of attention/, matrix/ and simd/, the lesson's chain as the front page,
+the right, one page per file of attention/, matrix/, simd/ and io/, the lesson's chain as the front page,
 and the performance page with its plots.
 
     /usr/bin/python3 scripts/annotate.py [--out build/docs]      (or: meson compile -C build docs)
@@ -26,13 +26,14 @@ KATEX = Path("/usr/share/javascript/katex")
 ORDER = ["attention/attention.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/kernels.hpp", "attention/kernels.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/softmax.cpp", "simd/fused.cpp", "attention/experiments.hpp", "attention/experiments.cpp"]
+         "simd/packing.hpp", "simd/softmax.cpp", "simd/fused.cpp", "attention/experiments.hpp", "attention/experiments.cpp",
+         "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
 MARKER = re.compile(r"\[((?:step|steps|naive|fast|fused) [^\]\n]*)\]")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$")
 
 
 def sources():
-    found = sorted(str(p.relative_to(ROOT)) for d in ("attention", "matrix", "simd") for p in (ROOT / d).glob("*.[ch]pp"))
+    found = sorted(str(p.relative_to(ROOT)) for d in ("attention", "matrix", "simd", "io") for p in (ROOT / d).glob("*.[ch]pp"))
     return [f for f in ORDER if f in found] + [f for f in found if f not in ORDER]
 
 

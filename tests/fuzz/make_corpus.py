@@ -30,3 +30,44 @@ for name, text in {"plain.csv": "1,2,3\n4,5,6\n", "header.csv": "a,b\n1,2\n", "c
                    "ragged.csv": "1,2\n3\n", "nan.csv": "1,nan\n"}.items():
     flag = b"\x01" if name == "header.csv" else b"\x00"
     (base / "csv" / name).write_bytes(flag + text.encode())
+
+# The pipeline fuzzer: byte 0 = options (bit 0 causal, bits 1-2 scale, bit 3 CSV, bit 4 full layer),
+# then each file as a 2-byte little-endian length and its bytes.
+(base / "pipeline").mkdir(parents=True, exist_ok=True)
+
+
+def npy_bytes(arr):
+    import io
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(arr, dtype=np.float32))
+    return buf.getvalue()
+
+
+def pipeline(name, flags, files):
+    out = bytes([flags])
+    for f in files:
+        out += len(f).to_bytes(2, "little") + f
+    (base / "pipeline" / name).write_bytes(out)
+
+
+rng = np.random.default_rng(7)
+X = [[1.0, 0.5, -0.2, 0.8], [0.3, -0.6, 1.2, 0.1], [-0.5, 0.9, 0.4, -0.7]]
+W = [npy_bytes(rng.uniform(-1, 1, (4, 3))) for _ in range(3)]
+q, k, v = (npy_bytes(rng.uniform(-1, 1, (5, 4))) for _ in range(3))
+pipeline("core.bin", 0, [q, k, v])
+pipeline("core_causal_dk.bin", 1 | (1 << 1), [q, k, v])
+pipeline("layer.bin", 16, [npy_bytes(X)] + W)
+pipeline("layer_causal.bin", 17, [npy_bytes(X)] + W)
+pipeline("csv.bin", 8, [b"1,2\n3,4\n", b"0.5,-1\n2,1\n", b"1\n2\n"])
+
+
+def claimed_shape(rows, cols):
+    """A float32 .npy header claiming (rows, cols) with no data after it: what a crafted file holds."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+pipeline("zero_width_2e32.bin", 0, [claimed_shape(2**32, 0)] * 3)
+pipeline("zero_width_layer.bin", 16, [claimed_shape(2**62, 0)] + [claimed_shape(0, 4)] * 3)
+pipeline("overflow.bin", 0, [npy_bytes([[3e38, -3e38]]), npy_bytes([[1, -1]]), npy_bytes([[1, 2]])])

@@ -1,0 +1,179 @@
+// libFuzzer target for the whole of `attn run`, not only its readers: crafted bytes become Q, K, V
+// (or X, W_Q, W_K, W_V) files, are read under a memory budget, charged for what the chain will
+// allocate, and run through every backend. A bug is anything but a clean refusal or a result that
+// agrees with the naive backend: a crash, a sanitizer report, a hang, an allocation past the budget
+// (libFuzzer's -rss_limit_mb), backends that refuse differently, a non-finite output, or outputs
+// further apart than the float32 bound below.
+//
+// Input layout: byte 0 = options (bit 0 causal, bits 1–2 scale, bit 3 CSV instead of .npy, bit 4
+// full layer instead of core); then 3 or 4 files, each a 2-byte little-endian length and its bytes.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attention/attention.hpp"
+#include "io/io.hpp"
+#include "matrix/ops.hpp"
+#include "matrix/size.hpp"
+
+namespace {
+
+using attn::Backend;
+using attn::Matrix;
+
+constexpr Backend fast_backends[] = {Backend::simd, Backend::parallel, Backend::fused};
+constexpr double eps = std::numeric_limits<float>::epsilon();
+// Inputs within the memory budget can still ask for billions of flops, legitimately (attn run would
+// compute them): skipped here, where every execution should take milliseconds under ASan.
+constexpr double max_flops = 2e7;
+
+[[noreturn]] void bug(const char* what) {
+    std::fprintf(stderr, "fuzz_pipeline: %s\n", what);
+    std::abort();
+}
+
+std::vector<std::string_view> split_files(std::string_view rest, std::size_t count) {
+    std::vector<std::string_view> files;
+    for (std::size_t k = 0; k < count; ++k) {
+        if (rest.size() < 2) return {};
+        const std::size_t length = static_cast<unsigned char>(rest[0]) | (static_cast<unsigned char>(rest[1]) << 8);
+        rest.remove_prefix(2);
+        if (length > rest.size()) return {};
+        files.push_back(rest.substr(0, length));
+        rest.remove_prefix(length);
+    }
+    return files;
+}
+
+// The outcome of one backend: its output, or the message it refused with.
+struct Outcome {
+    std::optional<Matrix> output;
+    std::string refusal;
+};
+
+template <class F>
+Outcome attempt(F f) {
+    try {
+        return {f(), ""};
+    } catch (const std::invalid_argument& e) {
+        return {std::nullopt, e.what()};
+    } catch (const std::overflow_error& e) {
+        return {std::nullopt, e.what()};
+    } catch (const std::length_error& e) {
+        return {std::nullopt, e.what()};
+    }
+}
+
+// |a − b| ≤ tolerance element by element; both the same shape.
+void check_close(const Matrix& a, const Matrix& b, double tolerance, const char* what) {
+    if (a.rows() != b.rows() || a.cols() != b.cols()) bug(what);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        if (!std::isfinite(a.data()[k]) || !std::isfinite(b.data()[k])) bug("non-finite output");
+        if (std::fabs(double(a.data()[k]) - b.data()[k]) > tolerance) bug(what);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    const std::uint8_t flags = data[0];
+    const bool layer = flags & 16;
+    const attn::AttentionOptions base{.causal = (flags & 1) != 0,
+                                      .scale = static_cast<attn::Scale>(((flags >> 1) & 3) % 3)};
+    const auto files = split_files(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), layer ? 4 : 3);
+    if (files.empty()) return 0;
+
+    // Reading, as attn run does: each file against what is left of a 64 MiB budget.
+    attn::MemoryBudget budget(std::uint64_t{64} << 20);
+    std::vector<Matrix> m;
+    try {
+        for (std::size_t k = 0; k < files.size(); ++k) {
+            attn::ReadOptions options;
+            options.max_bytes = budget.left();
+            const std::string name = "file" + std::to_string(k);
+            m.push_back(flags & 8 ? attn::parse_csv(files[k], name + ".csv", options) : attn::parse_npy(files[k], name + ".npy", options));
+            budget.charge(attn::matrix_bytes(m.back().rows(), m.back().cols()), name);
+        }
+    } catch (const attn::InputError&) {
+        return 0;
+    } catch (const std::length_error&) {
+        return 0;
+    }
+
+    // Steps 1–2 for the layer: each backend's projections within the dot-product error bound of
+    // the naive ones; the attention below then runs on the naive Q, K, V for every backend.
+    Matrix Q, K, V;
+    if (layer) {
+        const Matrix& X = m[0];
+        const auto project = [&](Backend b) {
+            const auto p = attn::SingleHeadAttention(m[1], m[2], m[3]).project(X, b);
+            return std::vector<Matrix>{p.Q, p.K, p.V};
+        };
+        std::optional<std::vector<Matrix>> naive;
+        std::string naive_refusal;
+        if (2.0 * double(X.rows()) * double(X.cols()) * (2.0 * double(m[1].cols()) + double(m[3].cols())) > max_flops) return 0;
+        try {  // every backend's projections at once: charged as 4 × what one needs
+            budget.charge(attn::checked_product(attn::projection_bytes(X.rows(), X.cols(), m[1].cols(), m[3].cols(), Backend::simd), 4,
+                                                "steps 1–2"),
+                          "steps 1–2");
+        } catch (const std::length_error&) {
+            return 0;
+        }
+        try {
+            naive = project(Backend::naive);
+        } catch (const std::exception& e) {
+            naive_refusal = e.what();
+        }
+        for (Backend b : fast_backends) {
+            std::string refusal;
+            try {
+                const auto got = project(b);
+                if (!naive) bug("a fast backend projected what naive refused");
+                const double x = attn::max_row_norm(X);
+                for (int k = 0; k < 3; ++k)
+                    check_close(got[k], (*naive)[k], 2.0 * (double(X.cols()) + 2) * eps * x * attn::max_col_norm(m[1 + k]) + 1e-30,
+                                "projections differ beyond the dot-product error bound");
+            } catch (const std::exception& e) {
+                if (naive || naive_refusal != e.what()) bug("backends refuse the projection differently");
+            }
+        }
+        if (!naive) return 0;
+        Q = (*naive)[0], K = (*naive)[1], V = (*naive)[2];
+    } else {
+        Q = m[0], K = m[1], V = m[2];
+    }
+
+    // Steps 3–6 on every backend, charged first as attn run charges them.
+    if (2.0 * double(Q.rows()) * double(K.rows()) * (double(Q.cols()) + double(V.cols()) + 8.0) > max_flops) return 0;
+    try {
+        budget.charge(attn::attention_bytes(Q.rows(), K.rows(), Q.cols(), V.cols(), Backend::parallel), "steps 3–6");
+    } catch (const std::length_error&) {
+        return 0;
+    }
+    const Outcome naive = attempt([&] { return attn::scaled_dot_product_attention(Q, K, V, base).output; });
+    for (Backend b : fast_backends) {
+        attn::AttentionOptions o = base;
+        o.backend = b;
+        const Outcome got = attempt([&] { return attn::scaled_dot_product_attention(Q, K, V, o).output; });
+        if (naive.output.has_value() != got.output.has_value() || naive.refusal != got.refusal)
+            bug("backends refuse differently");
+        if (!naive.output) continue;
+        // Each score carries a rounding error of at most δ ≈ (d_k + 2)·ε·‖q‖·‖k‖·c, which moves a
+        // weight by a factor within e^{±2δ}; compare only where that is small, to within what it
+        // and the sums of step 6 can explain.
+        const double c = attn::scale_factor(base.scale, Q.cols());
+        const double delta = 2.0 * (double(Q.cols()) + 2) * eps * attn::max_row_norm(Q) * attn::max_row_norm(K) * c;
+        if (delta > 0.01) continue;
+        const double v = attn::max_abs(V);
+        check_close(*got.output, *naive.output, v * (4.0 * delta + 4.0 * (double(K.rows()) + 8) * eps) + 1e-30,
+                    "a backend disagrees with naive beyond the float32 bound");
+    }
+    return 0;
+}

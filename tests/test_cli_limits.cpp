@@ -1,0 +1,125 @@
+// `attn run` against crafted files and hostile surroundings: every case ends in one
+// "attn: error: …" line, exit 2, and nothing written — or, where it may run, in the right result.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <random>
+
+#include "attention/attention.hpp"
+#include "io/io.hpp"
+#include "random.hpp"
+#include "run_attn.hpp"
+#include "temp_dir.hpp"
+
+using attn::Matrix;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+void check_refused(const RunResult& r, const std::string& message) {
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, StartsWith("attn: error: ") && Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
+TEST_CASE("attn run: crafted zero-width files claiming 2³² or 2⁶³+1 rows are refused, nothing written", "[cli][limits]") {
+    const TempDir dir;
+    const std::string q32 = dir.file("q32.npy", Matrix(std::size_t{1} << 32, 0));
+    const std::string q63 = dir.file("q63.npy", Matrix((std::size_t{1} << 63) + 1, 0));
+    const std::string k2 = dir.file("k2.npy", Matrix(2, 0));
+    const std::string x62 = dir.file("x62.npy", Matrix(std::size_t{1} << 62, 0)), w = dir.file("w.npy", Matrix(0, 4));
+    for (const std::string backend : {"naive", "simd", "parallel", "fused"}) {
+        INFO(backend);
+        const std::string out = " --backend " + backend + " --out " + dir.at("out");
+        check_refused(run_attn("run --q " + q32 + " --k " + q32 + " --v " + q32 + out), "d_k = 0");
+        check_refused(run_attn("run --q " + q63 + " --k " + k2 + " --v " + k2 + out), "d_k = 0");
+        check_refused(run_attn("run --x " + x62 + " --wq " + w + " --wk " + w + " --wv " + w + out),
+                      "x62.npy, " + w + ", " + w + ", " + w + ": ");
+        CHECK(!std::filesystem::exists(dir.at("out")));  // not even the directory
+    }
+}
+
+TEST_CASE("attn run: --max-memory covers S, scratch and printing, and cannot wrap around", "[cli][limits]") {
+    const TempDir dir;
+    const std::string big = dir.file("q.npy", Matrix(65536, 16));  // 4 MiB each; S would be 16 GiB
+    const std::string inputs = "run --q " + big + " --k " + big + " --v " + big;
+    check_refused(run_attn(inputs), "steps 3–6 on the parallel backend (S/α of 65536×65536");
+    check_refused(run_attn(inputs), "needs 16 GiB on top of 12 MiB already taken, more than the --max-memory limit of 8 GiB");
+    // fused never stores S: the same inputs fit (the printed output would not, so write it)
+    CHECK(run_attn(inputs + " --backend fused --max-memory 64M --out " + dir.at("fused")).status == 0);
+    const std::string one = dir.file("one.npy", Matrix(1, 4)), wide = dir.file("wide.npy", Matrix(1, 2621440));
+    check_refused(run_attn("run --q " + one + " --k " + one + " --v " + wide + " --max-memory 30M"),
+                  "printing the results as text");
+    check_refused(run_attn(inputs + " --max-memory 17179869184G"), "--max-memory '17179869184G' is too large to count");
+    check_refused(run_attn(inputs + " --max-memory 20"), "more than the --max-memory limit of 20 bytes");
+}
+
+TEST_CASE("attn run: values beyond float32 in CSV are refused; scores that would overflow name the step", "[cli][limits]") {
+    const TempDir dir;
+    const std::string r = dir.text("r.csv", "7,1e39,1e-50,3\n");
+    check_refused(run_attn("run --q " + r + " --k " + r + " --v " + r), "r.csv: line 1, value 2 ('1e39') is outside the range of float32");
+    const std::string q = dir.text("q.csv", "3e38,-3e38\n3e38,3e38\n"), k = dir.text("k.csv", "1,-1\n1,1\n");
+    for (const std::string backend : {"naive", "simd", "parallel", "fused"})
+        check_refused(run_attn("run --backend " + backend + " --q " + q + " --k " + k + " --v " + k), "step 3 (S = Q·Kᵀ) could leave the float32 range");
+    const std::string v = dir.text("v.csv", "3e38,1\n3e38,2\n");
+    for (const std::string backend : {"naive", "simd", "parallel", "fused"})
+        check_refused(run_attn("run --backend " + backend + " --q " + k + " --k " + k + " --v " + v), "step 6");
+}
+
+TEST_CASE("attn run: a failed write of the output exits 2 instead of 0", "[cli][limits]") {
+    const TempDir dir;
+    std::mt19937 rng(3);
+    const std::string q = dir.file("q.npy", random_matrix(300, 8, rng));
+    const std::string args = "run --q " + q + " --k " + q + " --v " + q;
+    const RunResult full = run_attn(args + " >/dev/full");
+    check_refused(full, "could not write the output (standard output: No space left on device)");
+    // The reader goes away and SIGPIPE is ignored: the write fails with EPIPE, which must show.
+    const std::string script = dir.text("closed_pipe.sh", "trap '' PIPE; '" + attn_exe() + "' " + args +
+                                                              " 2>/dev/null | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}\n");
+    FILE* p = popen(("bash " + script).c_str(), "r");
+    REQUIRE(p);
+    char status[16] = {};
+    REQUIRE(std::fgets(status, sizeof status, p));
+    pclose(p);
+    CHECK(std::string(status) == "2\n");
+}
+
+TEST_CASE("attn run --out: the directory is made only when there is something to write", "[cli][limits]") {
+    const TempDir dir;
+    const std::string q = dir.file("q.npy", Matrix(2, 2, 1.0f)), bad = dir.text("bad.csv", "1,x\n");
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + bad + " --out " + dir.at("new")), "bad.csv");
+    CHECK(!std::filesystem::exists(dir.at("new")));
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("no/such/dir")), "is not an existing directory");
+    std::filesystem::create_directory(dir.at("new/attn.npy").substr(0, dir.at("new").size()));
+    std::filesystem::create_directory(dir.at("new/attn.npy"));  // a directory where α would go
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("new")), "a directory of that name is in the way");
+    CHECK(!std::filesystem::exists(dir.at("new/output.npy")));  // output.npy was not left behind either
+    REQUIRE(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("made")).status == 0);
+    CHECK(std::filesystem::exists(dir.at("made/output.npy")));
+}
+
+TEST_CASE("attn run: a directory or FIFO as input, and a repeated option, get clear errors", "[cli][limits]") {
+    const TempDir dir;
+    const std::string q = dir.file("q.npy", Matrix(2, 2, 1.0f));
+    std::filesystem::create_directory(dir.at("d.npy"));
+    check_refused(run_attn("run --q " + dir.at("d.npy") + " --k " + q + " --v " + q), "d.npy: is a directory");
+    REQUIRE(::mkfifo(dir.at("f.npy").c_str(), 0600) == 0);
+    check_refused(run_attn("run --q " + dir.at("f.npy") + " --k " + q + " --v " + q), "f.npy: is not a regular file");
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --q " + q), "run: --q is given more than once");
+    check_refused(run_attn("walk --causal --causal"), "walk: --causal is given more than once");
+}
+
+TEST_CASE("attn variance and exercise accept every seed, 0 and the default 1 included", "[cli][limits]") {
+    for (const std::string seed : {"0", "1", "4294967295"}) {
+        INFO(seed);
+        CHECK(run_attn("variance --samples 200 --seed " + seed).status == 0);
+        CHECK(run_attn("exercise 2 --samples 20 --seed " + seed).status == 0);
+    }
+    check_refused(run_attn("variance --seed 4294967296"), "--seed takes a whole number from 0 to 4294967295");
+    check_refused(run_attn("variance --samples 1"), "--samples takes a whole number from 2");
+}
