@@ -154,8 +154,9 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     const auto blocks = static_cast<std::ptrdiff_t>((Q.rows() + BR - 1) / BR);
     // dynamic: causal blocks near the bottom have more tiles; any thread may take any block, and the
     // result does not depend on which one does.
-    const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
-#pragma omp parallel if (use_team(threads, flops, static_cast<std::uint64_t>(blocks)))
+    [[maybe_unused]] const bool team =
+        use_team(threads, 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols()), static_cast<std::uint64_t>(blocks));
+#pragma omp parallel if (team)
     {
         thread_local Scratch scratch;
         scratch.fit(Q.cols());

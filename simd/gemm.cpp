@@ -61,8 +61,8 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
     float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
     const std::size_t lda = A.cols(), ldc = C.cols();
 
-    const double flops = 2.0 * double(m) * double(n) * double(k);
-#pragma omp parallel if (use_team(threads, flops, (m + MC - 1) / MC))
+    [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), (m + MC - 1) / MC);
+#pragma omp parallel if (team)
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
         const std::ptrdiff_t panels = static_cast<std::ptrdiff_t>((nc + NR - 1) / NR);

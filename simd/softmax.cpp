@@ -51,7 +51,8 @@ float row_max(std::span<const float> x) {
 // [fast softmax] step 5, rows split over threads
 void softmax_rows(Matrix& S, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-#pragma omp parallel for schedule(static) if (use_team(threads, pass_flops(S), S.rows()))
+    [[maybe_unused]] const bool team = use_team(threads, pass_flops(S), S.rows());
+#pragma omp parallel for schedule(static) if (team)
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
 }
 
@@ -59,7 +60,8 @@ void softmax_rows(Matrix& S, Threads threads) {
 void causal_mask(Matrix& S, Threads threads) {
     check_square("causal_mask", S);
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-#pragma omp parallel for schedule(static) if (use_team(threads, pass_flops(S), S.rows()))
+    [[maybe_unused]] const bool team = use_team(threads, pass_flops(S), S.rows());
+#pragma omp parallel for schedule(static) if (team)
     for (std::ptrdiff_t i = 0; i < rows; ++i) {
         const auto row = S.row(static_cast<std::size_t>(i));
         std::fill(row.begin() + i + 1, row.end(), neg_inf);

@@ -16,10 +16,13 @@ struct RunResult {
     std::string out, err;
 };
 
-inline std::string attn_exe() {
+// The shell words that start `attn`: its path in single quotes, after the emulator in
+// $ATTN_WRAPPER when the tests run a cross build (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu").
+inline std::string attn_command() {
     const char* path = std::getenv("ATTN_EXE");
     if (!path) throw std::runtime_error("ATTN_EXE is not set (run through meson test)");
-    return path;
+    const char* wrapper = std::getenv("ATTN_WRAPPER");
+    return std::string(wrapper ? wrapper : "") + (wrapper ? " '" : "'") + path + "'";
 }
 
 // `prefix` goes before the program (e.g. "LANG=zh_CN.UTF-8"), `args` after it; both are shell text.
@@ -28,7 +31,7 @@ inline RunResult run_attn(const std::string& args, const std::string& prefix = "
     const int fd = mkstemp(err_path);
     if (fd < 0) throw std::runtime_error("mkstemp failed");
     close(fd);
-    const std::string cmd = "env -u LC_ALL -u LC_MESSAGES LANG=C.UTF-8 " + prefix + " '" + attn_exe() + "' " + args +
+    const std::string cmd = "env -u LC_ALL -u LC_MESSAGES LANG=C.UTF-8 " + prefix + " " + attn_command() + " " + args +
                             " 2>" + err_path + " </dev/null";
     RunResult r;
     FILE* pipe = popen(cmd.c_str(), "r");

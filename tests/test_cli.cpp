@@ -133,7 +133,7 @@ TEST_CASE("colour: never when piped or with NO_COLOR, always on request, on a te
     CHECK_THAT(run_attn("walk --color always").out, Contains(esc) && Contains("heat map"));
     CHECK_THAT(run_attn("walk --color never").out, !Contains(esc));
     // `script` gives the program a pseudo-terminal as stdout, as a learner's terminal would.
-    const std::string tty = "script -qec \"'" + attn_exe() + "' walk\" /dev/null";
+    const std::string tty = "script -qec \"" + attn_command() + " walk\" /dev/null";
     const auto on_tty = [&](const std::string& env) {
         const std::string cmd = "env LANG=C.UTF-8 " + env + " " + tty;
         FILE* p = popen(cmd.c_str(), "r");

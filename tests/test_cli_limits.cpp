@@ -50,8 +50,11 @@ TEST_CASE("attn run: --max-memory covers S, scratch and printing, and cannot wra
     const std::string inputs = "run --q " + big + " --k " + big + " --v " + big;
     check_refused(run_attn(inputs), "steps 3–6 on the parallel backend (S/α of 65536×65536");
     check_refused(run_attn(inputs), "needs 16 GiB on top of 12 MiB already taken, more than the --max-memory limit of 8 GiB");
-    // fused never stores S: the same inputs fit (the printed output would not, so write it)
-    CHECK(run_attn(inputs + " --backend fused --max-memory 64M --out " + dir.at("fused")).status == 0);
+    // fused never stores S: where S (12000² floats, 549 MiB) does not fit, fused does
+    const std::string narrow = dir.file("n.npy", Matrix(12000, 1, 0.5f));
+    const std::string core = "run --q " + narrow + " --k " + narrow + " --v " + narrow + " --max-memory 256M";
+    check_refused(run_attn(core), "S/α of 12000×12000");
+    CHECK(run_attn(core + " --backend fused --out " + dir.at("fused")).status == 0);
     const std::string one = dir.file("one.npy", Matrix(1, 4)), wide = dir.file("wide.npy", Matrix(1, 2621440));
     check_refused(run_attn("run --q " + one + " --k " + one + " --v " + wide + " --max-memory 30M"),
                   "printing the results as text");
@@ -79,7 +82,7 @@ TEST_CASE("attn run: a failed write of the output exits 2 instead of 0", "[cli][
     const RunResult full = run_attn(args + " >/dev/full");
     check_refused(full, "could not write the output (standard output: No space left on device)");
     // The reader goes away and SIGPIPE is ignored: the write fails with EPIPE, which must show.
-    const std::string script = dir.text("closed_pipe.sh", "trap '' PIPE; '" + attn_exe() + "' " + args +
+    const std::string script = dir.text("closed_pipe.sh", "trap '' PIPE; " + attn_command() + " " + args +
                                                               " 2>/dev/null | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}\n");
     FILE* p = popen(("bash " + script).c_str(), "r");
     REQUIRE(p);

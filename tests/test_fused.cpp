@@ -133,7 +133,7 @@ TEST_CASE("fused results are bit-for-bit identical for 1, 2 and 3 threads", "[fu
     attn::simd::set_max_threads(before);
 }
 
-TEST_CASE("n = 16384, d = 64: where S would need 1 GiB, fused runs and matches row by row", "[fused][large]") {
+TEST_CASE("n = 16384, d = 64: where S would need 1 GiB, fused runs and matches row by row", "[fused][large][slow]") {
     const std::size_t n = 16384, d = 64;
     std::mt19937 rng(25);
     const Matrix Q = random_matrix(n, d, rng), K = random_matrix(n, d, rng), V = random_matrix(n, d, rng);
