@@ -49,8 +49,10 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // sum overflow in one summation order and not in another):
 //   step 2: |Q_ij| = |x_i·(column j of W_Q)| ≤ ‖x_i‖·‖column j‖, and so is every partial sum;
 //   step 3: |S_ij| = |q_i·k_j| ≤ ‖q_i‖·‖k_j‖ (Cauchy–Schwarz), likewise;
-//   step 6: the fused backend adds up e^(s_ij − m_i)·v_j before dividing by ℓ_i ≤ m, so ≤ m·max|v_j|.
+//   step 6: the fused backend adds up e^(s_ij − m_i)·v_j before dividing by ℓ_i ≤ m, so every
+//           entry stays ≤ m·max_j ‖v_j‖.
 // The bound must stay under half the largest float32 (1.7e38), which leaves room for rounding.
+// A NaN or ±inf in a matrix makes its largest norm non-finite, and is refused as such.
 void check_float_range(const std::string& who, const std::string& step, const std::string& bound_name, double bound) {
     constexpr double limit = std::numeric_limits<float>::max() / 2.0;
     if (bound <= limit) return;
@@ -60,18 +62,18 @@ void check_float_range(const std::string& who, const std::string& step, const st
                               " (half the largest float32, kept free for rounding)");
 }
 
-void check_finite(const std::string& who, const char* name, const Matrix& A) {
-    if (!std::isfinite(max_abs(A))) throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
+// max_i ‖row i of A‖, refused when A holds NaN or ±inf.
+double largest_row_norm(const std::string& who, const char* name, const Matrix& A) {
+    const double norm = max_row_norm(A);
+    if (!std::isfinite(norm)) throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
+    return norm;
 }
 
 void check_attention_range(const Matrix& Q, const Matrix& K, const Matrix& V) {
     const std::string who = "scaled_dot_product_attention";
-    check_finite(who, "Q", Q);
-    check_finite(who, "K", K);
-    check_finite(who, "V", V);
-    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", max_row_norm(Q) * max_row_norm(K));
-    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max|v_jc|",
-                      double(V.rows()) * max_abs(V));
+    const double q = largest_row_norm(who, "Q", Q), k = largest_row_norm(who, "K", K), v = largest_row_norm(who, "V", V);
+    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", q * k);
+    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖", double(V.rows()) * v);
 }
 
 }  // namespace
@@ -135,7 +137,8 @@ SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
     if (W_Q_.rows() != W_K_.rows() || W_K_.rows() != W_V_.rows()) fail("all weights need d_model rows");
     if (W_Q_.cols() != W_K_.cols()) fail("W_Q and W_K need the same width d_k");
     if (W_Q_.cols() == 0) fail("d_k = 0: W_Q and W_K have no columns, so there is nothing to compare");
-    for (const auto& [name, W] : {std::pair{"W_Q", &W_Q_}, {"W_K", &W_K_}, {"W_V", &W_V_}}) check_finite("SingleHeadAttention", name, *W);
+    for (const auto& [name, W] : {std::pair{"W_Q", &W_Q_}, {"W_K", &W_K_}, {"W_V", &W_V_}})
+        largest_row_norm("SingleHeadAttention", name, *W);
 }
 
 SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, Backend b) const {
@@ -144,8 +147,7 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, B
         throw std::invalid_argument("SingleHeadAttention::project: X (" + shape_string(X) + ") needs d_model = " +
                                     std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");
     }
-    check_finite("SingleHeadAttention::project", "X", X);
-    const double x_norm = max_row_norm(X);
+    const double x_norm = largest_row_norm("SingleHeadAttention::project", "X", X);
     for (const auto& [step, W] : {std::pair{"step 2 (Q = X·W_Q)", &W_Q_}, {"step 2 (K = X·W_K)", &W_K_}, {"step 2 (V = X·W_V)", &W_V_}})
         check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖", x_norm * max_col_norm(*W));
     Projections p;

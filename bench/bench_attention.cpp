@@ -176,6 +176,10 @@ void BM_layer(benchmark::State& st) {
     st.SetLabel(attn::to_string(b));
 }
 
+// Small cores, where starting a thread team may cost more than it saves (simd/threads.hpp decides
+// when parallel runs on one thread): simd and parallel side by side, n from 16 to 512, d = 64.
+void BM_core_small(benchmark::State& st) { core_steady_state(st, backend_of(st), arg(st, 1), 64, false); }
+
 // Long sequences, materialised (parallel) against fused, causal or not, d = 64, with the process's
 // peak resident memory while the benchmark ran (inputs, outputs and S included).
 void BM_core_long(benchmark::State& st) {
@@ -215,6 +219,11 @@ BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);
 BENCHMARK(BM_core)->Apply(chain_sizes);
 BENCHMARK(BM_core_fresh)->Apply(chain_sizes);
 BENCHMARK(BM_layer)->Apply(chain_sizes);
+BENCHMARK(BM_core_small)
+    ->ArgsProduct({{1, 2, 3}, {16, 32, 48, 64, 96, 128, 192, 256, 384, 512}})
+    ->ArgNames({"backend", "n"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_core_long)
     ->ArgsProduct({{2, 3}, {1024, 2048, 4096, 8192, 16384}, {0, 1}})
     ->ArgNames({"backend", "n", "causal"})
