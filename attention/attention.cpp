@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "attention/kernels.hpp"
+#include "attention/backends.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn {
@@ -84,39 +84,39 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
     check_attention_shapes(Q, K, V, options);
     check_attention_range(Q, K, V);
     const Backend b = options.backend;
-    const float c = scale_factor(options.scale, Q.cols());
+    const float scale = scale_factor(options.scale, Q.cols());
     if (b == Backend::fused) {
         if (trace) throw std::invalid_argument("scaled_dot_product_attention: the fused backend never stores S or α, "
                                                "so there is nothing to trace; use naive, simd or parallel");
-        out.weights.reshape(0, 0);  // there is no α to return
-        // [steps 3–6 fused] O = softmax(c·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  tile by tile, online softmax
-        return kernels::fused_attention(Q, K, V, c, options.causal, out.output);
+        out.weights.resize_for_overwrite(0, 0);  // there is no α to return
+        // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  tile by tile, online softmax
+        return backends::fused_attention_into(Q, K, V, scale, options.causal, out.output);
     }
     Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
 
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
-    // [step 4] S' = S·c, c = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
+    // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
     //   why: for independent unit-variance entries, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$
     // One call does both: the naive kernel multiplies then scales, the fast ones scale each S_ij
     // as it leaves the registers, which saves a pass over the n×m matrix (12% of this step at
     // n = 2048, 14% at 4096: BM_scale_folding).
-    kernels::scaled_scores(Q, K, c, S, b);
-    if (trace) kernels::scaled_scores(Q, K, 1.0f, trace->S, b);  // unscaled S, for the walkthrough only
+    backends::scaled_scores_into(Q, K, scale, S, b);
+    if (trace) backends::scaled_scores_into(Q, K, 1.0f, trace->S, b);  // unscaled S, for the walkthrough only
     if (trace) trace->S_scaled = S;
 
     // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
-    if (options.causal) kernels::causal_mask(S, b);
+    if (options.causal) backends::causal_mask_in_place(S, b);
     if (trace && options.causal) trace->S_masked = S;
 
     // [step 5] α = softmax_row(S')      (n×m) → (n×m);  α_ij = e^S'_ij / Σ_t e^S'_it, Σ_j α_ij = 1
-    kernels::softmax_rows(S, b);
-    const Matrix& alpha = S;
+    backends::softmax_rows_in_place(S, b);
+    const Matrix& weights = S;
 
     // [step 6] O = α·V                  (n×m)·(m×d_v) → (n×d_v);  o_i = Σ_j α_ij·v_j
-    kernels::matmul(alpha, V, out.output, b);
+    backends::matmul_into(weights, V, out.output, b);
 
     if (trace) {
-        trace->alpha = alpha;
+        trace->weights = weights;
         trace->output = out.output;
     }
 }
@@ -152,11 +152,11 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, B
         check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖", x_norm * max_col_norm(*W));
     Projections p;
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
-    kernels::matmul(X, W_Q_, p.Q, b);
+    backends::matmul_into(X, W_Q_, p.Q, b);
     // [step 2.K] K = X·W_K     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token offers to be found by
-    kernels::matmul(X, W_K_, p.K, b);
+    backends::matmul_into(X, W_K_, p.K, b);
     // [step 2.V] V = X·W_V     (n×d_model)·(d_model×d_v) → (n×d_v);  what each token hands over when chosen
-    kernels::matmul(X, W_V_, p.V, b);
+    backends::matmul_into(X, W_V_, p.V, b);
     return p;
 }
 

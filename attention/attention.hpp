@@ -41,6 +41,7 @@ struct AttentionOptions {
 struct AttentionResult {
     Matrix output;   // O (n×d_v): one context-mixed vector per token
     Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1.
+                     // In code α is always `weights`; `attn run --out` writes it as attn.npy.
                      // Empty (0×0) with Backend::fused, which never forms α.
 };
 
@@ -49,16 +50,16 @@ struct AttentionResult {
 struct AttentionTrace {
     Matrix X, Q, K, V;
     Matrix S;         // Q·Kᵀ
-    Matrix S_scaled;  // S·c, c = scale_factor(...)
+    Matrix S_scaled;  // scale·S, scale = scale_factor(...)
     Matrix S_masked;  // S_scaled with −∞ above the diagonal (only when causal)
-    Matrix alpha;     // softmax_row of the above
+    Matrix weights;   // α = softmax_row of the above
     Matrix output;    // α·V
 };
 
-// c with S' = c·S: 1/√d_k, 1/d_k or 1.
+// The factor with S' = scale·S: 1/√d_k, 1/d_k or 1.
 float scale_factor(Scale scale, std::size_t d_k);
 
-// The core: softmax(Q·Kᵀ·c [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
+// The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
                                              const AttentionOptions& options = {},
                                              AttentionTrace* trace = nullptr);

@@ -25,17 +25,17 @@ std::size_t argmax(std::span<const float> row) {
 
 }  // namespace
 
-RowStats row_stats(std::span<const float> alpha) {
+RowStats row_stats(std::span<const float> weights) {
     RowStats s;
     double sum_sq = 0;
-    for (float a : alpha) {
+    for (float a : weights) {
         if (a > 0) s.entropy -= a * std::log(double(a));
         s.max_weight = std::max(s.max_weight, double(a));
         sum_sq += double(a) * a;
     }
     // ‖J‖²_F = Σ_i Σ_j α_i²(δ_ij − α_j)² = Σ_i α_i²(1 − 2α_i + Σ_j α_j²)
     double norm_sq = 0;
-    for (float a : alpha) norm_sq += double(a) * a * (1.0 - 2.0 * a + sum_sq);
+    for (float a : weights) norm_sq += double(a) * a * (1.0 - 2.0 * a + sum_sq);
     s.jacobian_norm = std::sqrt(std::max(norm_sq, 0.0));
     return s;
 }
@@ -47,10 +47,10 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
     for (std::size_t d_k : dims) {
         const Matrix Q = normal_matrix(rows, d_k, rng), K = normal_matrix(keys, d_k, rng), V(keys, 1, 0.0f);
         for (Scale scale : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
-            const Matrix alpha = scaled_dot_product_attention(Q, K, V, {.scale = scale}).weights;
+            const Matrix weights = scaled_dot_product_attention(Q, K, V, {.scale = scale}).weights;
             ScalingResult r{d_k, scale, {}};
             for (std::size_t i = 0; i < rows; ++i) {
-                const RowStats s = row_stats(alpha.row(i));
+                const RowStats s = row_stats(weights.row(i));
                 r.mean.entropy += s.entropy / double(rows);
                 r.mean.max_weight += s.max_weight / double(rows);
                 r.mean.jacobian_norm += s.jacobian_norm / double(rows);
@@ -113,11 +113,11 @@ double fitted_exponent(const std::vector<double>& x, const std::vector<double>& 
     return sxy / sxx;
 }
 
-std::vector<double> context_contribution(const Matrix& alpha, const Matrix& V, std::size_t row) {
+std::vector<double> context_contribution(const Matrix& weights, const Matrix& V, std::size_t row) {
     std::vector<double> sum(V.cols(), 0.0);
     for (std::size_t j = 0; j < V.rows(); ++j) {
         if (j == row) continue;
-        for (std::size_t k = 0; k < V.cols(); ++k) sum[k] += double(alpha(row, j)) * (double(V(j, k)) - V(row, k));
+        for (std::size_t k = 0; k < V.cols(); ++k) sum[k] += double(weights(row, j)) * (double(V(j, k)) - V(row, k));
     }
     return sum;
 }

@@ -19,7 +19,7 @@ struct RowStats {
     double max_weight = 0;     // max_j α_j: 1/n for uniform, 1 for one-hot
     double jacobian_norm = 0;  // ‖diag(α) − ααᵀ‖_F: how strongly α responds to its scores; → 0 at one-hot
 };
-RowStats row_stats(std::span<const float> alpha);
+RowStats row_stats(std::span<const float> weights);
 
 // ---- exercise 1: √d_k against d_k against no scaling ------------------------------------------
 
@@ -62,7 +62,7 @@ double fitted_exponent(const std::vector<double>& x, const std::vector<double>& 
 
 // o₁ − v₁ = Σ_j α₁ⱼ·v_j − v₁ = Σ_{j≠1} α₁ⱼ·(v_j − v₁), because Σ_j α₁ⱼ = 1. Returns that sum, term by
 // term summed in double; `row` is the (0-based) query whose output is decomposed.
-std::vector<double> context_contribution(const Matrix& alpha, const Matrix& V, std::size_t row);
+std::vector<double> context_contribution(const Matrix& weights, const Matrix& V, std::size_t row);
 
 // ---- the variance argument --------------------------------------------------------------------
 

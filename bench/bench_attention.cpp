@@ -9,7 +9,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "bench/common.hpp"
-#include "attention/kernels.hpp"
+#include "attention/backends.hpp"
 #include "bench/gemm_steps.hpp"
 #include "matrix/ops.hpp"
 
@@ -59,7 +59,7 @@ void BM_gemm_steps(benchmark::State& st) {
             case 2: bench::matmul_ikj_scalar(A, B, C); break;
             case 3: bench::matmul_ikj_simd(A, B, C); break;
             case 4: bench::matmul_register_tile(A, B, C); break;
-            default: attn::simd::matmul(A, B, C, attn::simd::Threads::one); break;
+            default: attn::simd::matmul_into(A, B, C, attn::simd::Threads::one); break;
         }
         benchmark::DoNotOptimize(C.data());
     }
@@ -75,7 +75,7 @@ void BM_matmul(benchmark::State& st) {
     const Matrix A = random_matrix(n, n, 1), V = random_matrix(n, d, 2);
     Matrix O;
     for (auto _ : st) {
-        attn::kernels::matmul(A, V, O, b);
+        attn::backends::matmul_into(A, V, O, b);
         benchmark::DoNotOptimize(O.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
@@ -89,7 +89,7 @@ void BM_matmul_transposed(benchmark::State& st) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
     Matrix S;
     for (auto _ : st) {
-        attn::kernels::scaled_scores(Q, K, attn::scale_factor(attn::Scale::sqrt_dk, d), S, b);
+        attn::backends::scaled_scores_into(Q, K, attn::scale_factor(attn::Scale::sqrt_dk, d), S, b);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
@@ -97,19 +97,19 @@ void BM_matmul_transposed(benchmark::State& st) {
 }
 
 // What folding c = 1/√d into the score kernel saves: the same S' = c·Q·Kᵀ, either scaled as each
-// tile leaves the registers (fused = 1) or by a separate pass over S afterwards (fused = 0). 1 thread.
+// tile leaves the registers (folded = 1) or by a separate pass over S afterwards (folded = 0). 1 thread.
 void BM_scale_folding(benchmark::State& st) {
-    const bool fused = st.range(0) != 0;
+    const bool folded = st.range(0) != 0;
     const std::size_t n = arg(st, 1), d = 64;
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
     Matrix S;
     for (auto _ : st) {
-        attn::simd::matmul_transposed(Q, K, fused ? 0.125f : 1.0f, S, attn::simd::Threads::one);
-        if (!fused) attn::scale_in_place(S, 0.125f);
+        attn::simd::matmul_transposed_into(Q, K, folded ? 0.125f : 1.0f, S, attn::simd::Threads::one);
+        if (!folded) attn::scale_in_place(S, 0.125f);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
-    st.SetLabel(fused ? "scale folded into the kernel" : "separate scale pass");
+    st.SetLabel(folded ? "scale folded into the kernel" : "separate scale pass");
 }
 
 // softmax_row over an n×n score matrix, step 5. Re-filled each iteration outside the timing.
@@ -122,7 +122,7 @@ void BM_softmax_rows(benchmark::State& st) {
         st.PauseTiming();
         std::copy(scores.data(), scores.data() + scores.size(), S.data());
         st.ResumeTiming();
-        attn::kernels::softmax_rows(S, b);
+        attn::backends::softmax_rows_in_place(S, b);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 0, 2.0 * n * n * 4);
@@ -212,7 +212,7 @@ BENCHMARK(BM_peak_fma)->Apply([](benchmark::internal::Benchmark* bm) {
 })->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Name("BM_matmul_square")->ArgsProduct({{0, 1, 2}, {1024}, {1024}})->ArgNames({"backend", "n", "d"})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_steps)->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})->ArgNames({"step", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_scale_folding)->ArgsProduct({{0, 1}, {1024, 2048, 4096}})->ArgNames({"fused", "n"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_scale_folding)->ArgsProduct({{0, 1}, {1024, 2048, 4096}})->ArgNames({"folded", "n"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Apply(kernel_sizes);
 BENCHMARK(BM_matmul_transposed)->Apply(kernel_sizes);
 BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);

@@ -9,7 +9,7 @@
 namespace bench {
 
 void matmul_ikj_simd(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C) {
-    C.reshape(A.rows(), B.cols());
+    C.resize_for_overwrite(A.rows(), B.cols());
     std::fill(C.data(), C.data() + C.size(), 0.0f);
     for (std::size_t i = 0; i < A.rows(); ++i)
         for (std::size_t p = 0; p < A.cols(); ++p) attn::simd::axpy(A(i, p), B.row(p).data(), C.row(i).data(), B.cols());
@@ -19,7 +19,7 @@ void matmul_register_tile(const attn::Matrix& A, const attn::Matrix& B, attn::Ma
     using attn::simd::MR;
     using attn::simd::NR;
     if (B.cols() % NR != 0) throw std::invalid_argument("matmul_register_tile: width must be a multiple of NR");
-    C.reshape(A.rows(), B.cols());
+    C.resize_for_overwrite(A.rows(), B.cols());
     for (std::size_t i = 0; i < A.rows(); i += MR)
         for (std::size_t j = 0; j < B.cols(); j += NR)
             attn::simd::run_microkernel(std::min(MR, A.rows() - i), A.cols(), A.data() + i * A.cols(), A.cols(),

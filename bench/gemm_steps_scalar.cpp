@@ -6,7 +6,7 @@
 namespace bench {
 
 void matmul_ikj_scalar(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C) {
-    C.reshape(A.rows(), B.cols());
+    C.resize_for_overwrite(A.rows(), B.cols());
     std::fill(C.data(), C.data() + C.size(), 0.0f);
     for (std::size_t i = 0; i < A.rows(); ++i) {
         for (std::size_t p = 0; p < A.cols(); ++p) {

@@ -119,10 +119,10 @@ void exercise1(const Options& o, std::ostream& out) {
               "  除以 √d_k 使任何 d_k 下分数的离散程度都相同，便于训练。\n\n");
     out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n", "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
-        const Matrix alpha = worked_example::trace({.scale = s}).alpha;
-        const auto stats = ex::row_stats(alpha.row(0));
+        const Matrix weights = worked_example::trace({.scale = s}).weights;
+        const auto stats = ex::row_stats(weights.row(0));
         out << "  " << pad_right(scale_name(s, l), 10) << "[";
-        for (float a : alpha.row(0)) out << " " << format_number(a, 4);
+        for (float a : weights.row(0)) out << " " << format_number(a, 4);
         out << " ]  " << tr(l, "entropy ", "熵 ") << fixed(stats.entropy, 3) << "\n";
     }
 }
@@ -206,14 +206,14 @@ void exercise4(const Options& o, std::ostream& out) {
     out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n", "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i\n\n")
         << tr(l, "  S/√d_k before the mask:\n", "  掩码前的 S/√d_k：\n") << format_matrix(t.S_scaled, p)
         << tr(l, "\n  after: S'_ij = −∞ for j > i\n", "\n  掩码后：j > i 时 S'_ij = −∞\n") << format_matrix(t.S_masked, p)
-        << tr(l, "\n  α: e^−∞ = 0, so the future gets no weight\n", "\n  α：e^−∞ = 0，未来位置得不到权重\n") << format_matrix(t.alpha, p) << "\n";
+        << tr(l, "\n  α: e^−∞ = 0, so the future gets no weight\n", "\n  α：e^−∞ = 0，未来位置得不到权重\n") << format_matrix(t.weights, p) << "\n";
     bool all_ok = true;
-    for (std::size_t i = 0; i < t.alpha.rows(); ++i) {
+    for (std::size_t i = 0; i < t.weights.rows(); ++i) {
         std::size_t last_seen = 0;
         double sum = 0;
-        for (std::size_t j = 0; j < t.alpha.cols(); ++j) {
-            if (t.alpha(i, j) != 0.0f) last_seen = j;
-            sum += t.alpha(i, j);
+        for (std::size_t j = 0; j < t.weights.cols(); ++j) {
+            if (t.weights(i, j) != 0.0f) last_seen = j;
+            sum += t.weights(i, j);
         }
         const bool ok = last_seen <= i;
         all_ok = all_ok && ok;
@@ -227,7 +227,7 @@ void exercise4(const Options& o, std::ostream& out) {
 void exercise5(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     const AttentionTrace t = worked_example::trace();
-    const auto contribution = ex::context_contribution(t.alpha, t.V, 0);
+    const auto contribution = ex::context_contribution(t.weights, t.V, 0);
     Matrix rows(4, t.V.cols());
     double norm = 0;
     for (std::size_t k = 0; k < t.V.cols(); ++k) {
@@ -245,12 +245,12 @@ void exercise5(const Options& o, std::ostream& out) {
                  "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
               "  o₁ = Σ_j α₁ⱼ·v_j 且 Σ_j α₁ⱼ = 1，所以 o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁)：差值恰好是\n"
               "  其他词按各自权重带来的信息（此处 ")
-        << "α₁₂ = " << format_number(t.alpha(0, 1), 4) << ", α₁₃ = " << format_number(t.alpha(0, 2), 4) << tr(l, ").\n", "）。\n");
+        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << ", α₁₃ = " << format_number(t.weights(0, 2), 4) << tr(l, ").\n", "）。\n");
 }
 
 }  // namespace
 
-int run_exercise(std::span<const std::string> args) {
+int exercise_command(std::span<const std::string> args) {
     const Options o = parse(args, true);
     if (o.help) {
         std::cout << tr(o.lang,
@@ -280,7 +280,7 @@ int run_exercise(std::span<const std::string> args) {
     return 0;
 }
 
-int run_variance(std::span<const std::string> args) {
+int variance_command(std::span<const std::string> args) {
     const Options o = parse(args, false);
     const Lang l = o.lang;
     if (o.help) {

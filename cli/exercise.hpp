@@ -6,7 +6,7 @@
 
 namespace attn::cli {
 
-int run_exercise(std::span<const std::string> args);
-int run_variance(std::span<const std::string> args);
+int exercise_command(std::span<const std::string> args);
+int variance_command(std::span<const std::string> args);
 
 }  // namespace attn::cli

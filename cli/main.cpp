@@ -49,10 +49,10 @@ int run(const std::vector<std::string>& args) {
                   << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built")) << "\n";
         return 0;
     }
-    if (command == "walk") return attn::cli::run_walk(rest);
-    if (command == "run") return attn::cli::run_run(rest);
-    if (command == "exercise") return attn::cli::run_exercise(rest);
-    if (command == "variance") return attn::cli::run_variance(rest);
+    if (command == "walk") return attn::cli::walk_command(rest);
+    if (command == "run") return attn::cli::run_command(rest);
+    if (command == "exercise") return attn::cli::exercise_command(rest);
+    if (command == "variance") return attn::cli::variance_command(rest);
     throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
 }
 

@@ -166,7 +166,7 @@ std::uint64_t printing_bytes(std::size_t rows, std::size_t cols, int precision) 
 
 }  // namespace
 
-int run_run(std::span<const std::string> args) {
+int run_command(std::span<const std::string> args) {
     const RunOptions o = parse(args);
     if (o.help) {
         std::cout << help;

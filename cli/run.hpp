@@ -6,6 +6,6 @@
 
 namespace attn::cli {
 
-int run_run(std::span<const std::string> args);
+int run_command(std::span<const std::string> args);
 
 }  // namespace attn::cli

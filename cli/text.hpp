@@ -1,4 +1,6 @@
-// cli/text.hpp — every sentence `attn` prints, in English and Chinese.
+// cli/text.hpp — the sentences of `attn walk`, in English and Chinese, and the language choice.
+// (`attn exercise` and `attn variance` keep their two-language sentences beside the code that
+// prints them; `attn run`, the top-level help and error messages are English only.)
 #pragma once
 
 #include <string>

@@ -1,6 +1,8 @@
 // cli/walk.cpp — `attn walk`. Runs SingleHeadAttention::forward on the lesson's example with a trace,
-// then prints each intermediate with the formula that made it. All the arithmetic is the library's;
-// this file only formats (the expansions re-add products only to show them, never to compute a result).
+// then prints each intermediate with the formula that made it. Every matrix it prints comes from the
+// library. A few numbers are computed here only to show one entry worked out by hand beside the
+// library's result: the products of one S_ij, the e^(S'−m) of row 1 and their sum, the row sums
+// of α, and ‖o₁ − v₁‖ for exercise 5. The tests check the printed matrices against the library.
 #include "cli/walk.hpp"
 
 #include <unistd.h>
@@ -227,8 +229,8 @@ private:
     }
 
     void step5() {
-        heading(t_.step5 + (" (" + shape_string(tr_.alpha) + ")"), t_.step5_note);
-        out_ << labelled(tr_.alpha, true);
+        heading(t_.step5 + (" (" + shape_string(tr_.weights) + ")"), t_.step5_note);
+        out_ << labelled(tr_.weights, true);
         // Under the causal mask row 1 sees only itself, so write out the last row, which sees every token.
         const std::size_t r = o_.attention.causal ? n() - 1 : 0;
         const auto s = (o_.attention.causal ? tr_.S_masked : tr_.S_scaled).row(r);
@@ -240,11 +242,11 @@ private:
              << "    " << t_.row_max << ": m = " << num(m) << "\n"
              << "    " << t_.exponentials << " =" << plain(e, " ")
              << "    " << t_.row_sum << " = " << num(sum) << ";  α" << sub(r + 1) << " = e^(S' − m) / " << num(sum)
-             << " =" << plain(as_row(tr_.alpha.row(r)), " ");
+             << " =" << plain(as_row(tr_.weights.row(r)), " ");
         out_ << "\n  " << t_.row_sums << ":";
         for (std::size_t i = 0; i < n(); ++i) {
             float row_sum = 0.0f;
-            for (float a : tr_.alpha.row(i)) row_sum += a;
+            for (float a : tr_.weights.row(i)) row_sum += a;
             out_ << "  " << tokens_[i] << " " << num(row_sum);
         }
         out_ << "\n";
@@ -260,7 +262,7 @@ private:
         out_ << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
             out_ << "  " << pad_right(tokens_[i], w);
-            for (float a : tr_.alpha.row(i)) {
+            for (float a : tr_.weights.row(i)) {
                 const int shade = 255 - static_cast<int>(std::lround(a * 23.0f));  // 255 light … 232 dark
                 const int fg = shade > 243 ? 16 : 231;                             // black on light, white on dark
                 out_ << " \x1b[48;5;" << shade << "m\x1b[38;5;" << fg << "m" << pad_left(format_number(a, 2), 7)
@@ -274,7 +276,7 @@ private:
         heading(t_.step6 + (" (" + shape_string(tr_.output) + ")"), t_.step6_note);
         out_ << labelled(tr_.output);
         out_ << "\n  " << t_.expanded << ": o" << sub(1) << " =";
-        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " +" : "") << " " << num(tr_.alpha(0, j)) << "·v" << sub(j + 1);
+        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " +" : "") << " " << num(tr_.weights(0, j)) << "·v" << sub(j + 1);
         out_ << "\n";
     }
 
@@ -312,14 +314,14 @@ private:
     void summary() {
         out_ << "\n" << t_.summary << "\n  X (" << shape_string(tr_.X) << ") → Q (" << shape_string(tr_.Q) << "), K ("
              << shape_string(tr_.K) << "), V (" << shape_string(tr_.V) << ") → S (" << shape_string(tr_.S)
-             << ") → S' (" << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.alpha) << ") → O ("
+             << ") → S' (" << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.weights) << ") → O ("
              << shape_string(tr_.output) << ")\n";
     }
 };
 
 }  // namespace
 
-int run_walk(std::span<const std::string> args) {
+int walk_command(std::span<const std::string> args) {
     const WalkOptions o = parse(args);
     if (o.help) {
         std::cout << text(o.lang).walk_help;

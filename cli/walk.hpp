@@ -6,6 +6,6 @@
 
 namespace attn::cli {
 
-int run_walk(std::span<const std::string> args);
+int walk_command(std::span<const std::string> args);
 
 }  // namespace attn::cli

@@ -38,7 +38,7 @@ Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
     }
 }
 
-void Matrix::reshape(std::size_t rows, std::size_t cols) {
+void Matrix::resize_for_overwrite(std::size_t rows, std::size_t cols) {
     const std::size_t count = element_count(rows, cols);  // checked before the shape changes
     if (data_.size() < count) data_.resize(count);
     rows_ = rows;

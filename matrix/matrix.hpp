@@ -2,8 +2,10 @@
 //
 // Element (i, j) lives at data()[i * cols() + j]; a row is cols() consecutive floats, so a row of Q
 // or K is one contiguous vector, which is exactly what a dot product q_i·k_j wants to read.
-// The storage starts on a 64-byte boundary (one cache line, and a multiple of every SIMD width) so
-// vector kernels may use aligned loads on row 0 and never split a cache line at the start.
+// The storage starts on a 64-byte boundary (one cache line), so the first row never straddles a
+// line at its start. The kernels in simd/ use unaligned loads throughout — a row other than the
+// first starts wherever cols() puts it — which cost no more than aligned ones when the address
+// happens to be aligned; the boundary is a cheap courtesy, not something they rely on.
 // This file knows nothing about attention.
 #pragma once
 
@@ -54,10 +56,11 @@ public:
     float* data() { return data_.data(); }
     const float* data() const { return data_.data(); }
 
-    // Give the matrix this shape. Keeps the allocation when it is already large enough, so a caller
-    // that reuses a Matrix as an output buffer pays for fresh memory only once. Contents are
-    // unspecified afterwards: every kernel that calls it overwrites all elements.
-    void reshape(std::size_t rows, std::size_t cols);
+    // Give the matrix this shape, to be overwritten: unlike NumPy's reshape it does NOT keep the
+    // values in place (they are unspecified afterwards), and every kernel that calls it writes all
+    // elements. Keeps the allocation when it is large enough, so a caller that reuses a Matrix as an
+    // output buffer pays for fresh memory only once.
+    void resize_for_overwrite(std::size_t rows, std::size_t cols);
 
 private:
     std::size_t rows_ = 0;

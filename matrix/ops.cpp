@@ -9,33 +9,10 @@
 
 namespace attn {
 
-void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B) {
-    if (A.cols() != B.rows()) {
-        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
-                                    "): inner dimensions " + std::to_string(A.cols()) + " and " +
-                                    std::to_string(B.rows()) + " differ");
-    }
-}
-
-void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B) {
-    if (A.cols() != B.cols()) {
-        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
-                                    ")ᵀ: rows of both must have the same length, got " +
-                                    std::to_string(A.cols()) + " and " + std::to_string(B.cols()));
-    }
-}
-
-void check_square(const char* op, const Matrix& S) {
-    if (S.rows() != S.cols()) {
-        throw std::invalid_argument(std::string(op) + ": (" + shape_string(S) +
-                                    "): needs a square n×n score matrix");
-    }
-}
-
 // [naive matmul] C_ij = Σ_p A_ip·B_pj: for each (i, j), one dot product of a row of A and a column of B
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C) {
     check_matmul_shapes("matmul", A, B);
-    C.reshape(A.rows(), B.cols());
+    C.resize_for_overwrite(A.rows(), B.cols());
     if (C.empty()) return;  // no element to compute (and maybe 2⁶² empty rows not worth walking)
     for (std::size_t i = 0; i < A.rows(); ++i) {
         for (std::size_t j = 0; j < B.cols(); ++j) {

@@ -4,11 +4,13 @@
 // reads first. Each op checks its shapes and throws std::invalid_argument whose message names the op
 // and the shapes, e.g. "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ".
 //
-// Every op has two forms: `op(...)` returns a new matrix; `op_into(..., out)` writes into a matrix
-// the caller owns (reshaped as needed), so a loop that runs the op many times allocates once.
+// Names follow one convention across matrix/, simd/ and attention/: `op(...)` returns a new
+// matrix; `op_into(..., out)` writes its result into a matrix the caller owns (resized as needed,
+// so a loop that runs the op many times allocates once); `op_in_place(M)` changes M itself.
 #pragma once
 
 #include "matrix/matrix.hpp"
+#include "matrix/shape_checks.hpp"
 
 namespace attn {
 
@@ -37,10 +39,5 @@ void causal_mask_in_place(Matrix& S);
 double max_row_norm(const Matrix& A);
 double max_col_norm(const Matrix& A);
 double max_abs(const Matrix& A);
-
-// The shape checks, shared with the fast kernels in simd/ so every backend words its errors alike.
-void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B);             // A·B
-void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B);  // A·Bᵀ
-void check_square(const char* op, const Matrix& S);
 
 }  // namespace attn

@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 KATEX = Path("/usr/share/javascript/katex")
 # The reading order of docs/reading-order.md; any other file of these folders follows it.
 ORDER = ["attention/attention.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
-         "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/kernels.hpp", "attention/kernels.cpp",
+         "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/softmax.cpp", "simd/fused.cpp", "attention/experiments.hpp", "attention/experiments.cpp",
+         "simd/packing.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp", "attention/experiments.hpp", "attention/experiments.cpp",
          "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
 MARKER = re.compile(r"\[((?:step|steps|naive|fast|fused) [^\]\n]*)\]")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$")

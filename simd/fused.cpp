@@ -28,7 +28,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "matrix/ops.hpp"
+#include "matrix/shape_checks.hpp"
 #include "matrix/size.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -142,14 +142,14 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
     return checked_product(floats, sizeof(float), "fused scratch");
 }
 
-void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                      Threads threads) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     if (K.rows() != V.rows()) {
         throw std::invalid_argument("fused_attention: K (" + shape_string(K) + ") and V (" + shape_string(V) +
                                     ") must have the same number of rows");
     }
-    O.reshape(Q.rows(), V.cols());
+    O.resize_for_overwrite(Q.rows(), V.cols());
     const Problem p{Q, K, V, scale, causal, O};
     const auto blocks = static_cast<std::ptrdiff_t>((Q.rows() + BR - 1) / BR);
     // dynamic: causal blocks near the bottom have more tiles; any thread may take any block, and the

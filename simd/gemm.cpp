@@ -24,7 +24,7 @@
 #include <cstring>
 #include <vector>
 
-#include "matrix/ops.hpp"
+#include "matrix/shape_checks.hpp"
 #include "matrix/size.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -47,12 +47,12 @@ float* packing_buffer(std::size_t floats) {
     return buffer.data();
 }
 
-// C = alpha·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
+// C = scale·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
 // panels) → row block ic → panel → MR-row strip → microkernel. Threads split the packing, then the
 // row blocks; each C element is written by exactly one thread.
-void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix& C, Threads threads) {
+void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix& C, Threads threads) {
     const std::size_t m = A.rows(), k = A.cols(), n = layout == BLayout::k_by_n ? B.cols() : B.rows();
-    C.reshape(m, n);
+    C.resize_for_overwrite(m, n);
     if (C.empty()) return;
     if (k == 0) {
         std::fill(C.data(), C.data() + C.size(), 0.0f);  // empty sums
@@ -83,7 +83,7 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float alpha, Matrix&
                     const float* panel = packed + static_cast<std::size_t>(q) * kc * NR;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
                         run_microkernel(std::min(MR, mc - ir), kc, A.data() + (ic + ir) * lda + pc, lda, panel, NR,
-                                        C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, alpha);
+                                        C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
                     }
                 }
             }
@@ -99,15 +99,15 @@ std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n) {
 }
 
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
-void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads) {
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads) {
     check_matmul_shapes("matmul", A, B);
     gemm(A, B, BLayout::k_by_n, 1.0f, C, threads);
 }
 
 // [fast scores] S' = c·Q·Kᵀ: steps 3 and 4 in one pass; panels of Kᵀ are packed from rows of K
-void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C, Threads threads) {
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);
-    gemm(A, B, BLayout::transposed, alpha, C, threads);
+    gemm(A, B, BLayout::transposed, scale, C, threads);
 }
 
 }  // namespace attn::simd

@@ -24,13 +24,13 @@ inline constexpr std::size_t NR = 2 * W;       // columns of the register tile: 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
 // measure what packing adds).
-// `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by alpha
+// `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by scale
 // on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
 // what makes the result independent of how rows are split between threads.
 // [fast microkernel]
 template <std::size_t R>
 void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
-                 std::size_t ldc, std::size_t cols, bool first, bool last, float alpha) {
+                 std::size_t ldc, std::size_t cols, bool first, bool last, float scale) {
     Batch acc[R][2];
     alignas(64) float edge[R][NR];  // staging for a tile that sticks out past the last column of C
     for (std::size_t r = 0; r < R; ++r) {
@@ -56,8 +56,8 @@ void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b
     }
     for (std::size_t r = 0; r < R; ++r) {
         if (last) {
-            acc[r][0] *= Batch(alpha);
-            acc[r][1] *= Batch(alpha);
+            acc[r][0] *= Batch(scale);
+            acc[r][1] *= Batch(scale);
         }
         if (cols == NR) {
             acc[r][0].store_unaligned(c + r * ldc);
@@ -73,14 +73,14 @@ void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b
 // The rows left at the bottom of a block get a tile of their own height, compiled for each height.
 inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                             std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
-                            float alpha) {
+                            float scale) {
     switch (rows) {
-        case 6: return microkernel<6>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
-        case 5: return microkernel<5>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
-        case 4: return microkernel<4>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
-        case 3: return microkernel<3>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
-        case 2: return microkernel<2>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
-        case 1: return microkernel<1>(kc, a, lda, b, ldb, c, ldc, cols, first, last, alpha);
+        case 6: return microkernel<6>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 5: return microkernel<5>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 4: return microkernel<4>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 3: return microkernel<3>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 2: return microkernel<2>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 1: return microkernel<1>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
     }
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");

@@ -22,15 +22,15 @@ enum class Threads {
 };
 
 // C = A·B                 (m×k)·(k×n) → (m×n)
-void matmul(const Matrix& A, const Matrix& B, Matrix& C, Threads threads);
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads);
 
-// C = alpha·(A·Bᵀ)        (m×k)·(n×k)ᵀ → (m×n);  C_ij = alpha·(a_i·b_j), rows of A against rows of B.
-// With A = Q, B = K and alpha = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
-void matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Matrix& C, Threads threads);
+// C = scale·(A·Bᵀ)        (m×k)·(n×k)ᵀ → (m×n);  C_ij = scale·(a_i·b_j), rows of A against rows of B.
+// With A = Q, B = K and scale = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads);
 
 // O = softmax(c·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
-void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                      Threads threads);
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
@@ -40,14 +40,14 @@ std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n);
 std::uint64_t fused_scratch_bytes(std::size_t d_k);
 
 // S_ij ← −∞ for j > i (S square).
-void causal_mask(Matrix& S, Threads threads);
+void causal_mask_in_place(Matrix& S, Threads threads);
 
 // Row-wise softmax in place, with the same −∞ conventions as the naive op (an all −∞ row → zeros).
-void softmax_rows(Matrix& S, Threads threads);
+void softmax_rows_in_place(Matrix& S, Threads threads);
 
 // Building blocks, exposed for tests and benchmarks. All take any length (vector body + tail).
 float dot(const float* a, const float* b, std::size_t n);           // Σ a_k·b_k
-void axpy(float alpha, const float* x, float* y, std::size_t n);    // y ← y + alpha·x
+void axpy(float factor, const float* x, float* y, std::size_t n);    // y ← y + factor·x
 float exp_and_sum(std::span<float> x, float shift);                 // x_k ← e^(x_k − shift); returns Σ x_k
 float row_max(std::span<const float> x);                            // max_k x_k (−∞ for an empty row)
 

@@ -1,13 +1,12 @@
-// simd/softmax.cpp — row-wise softmax and the causal mask with xsimd batches, rows split over threads.
+// simd/softmax.cpp — row-wise softmax with xsimd batches, rows split over threads.
 //
 // Per row, three sweeps over data that sits in L1 (a 2048-wide row is 8 KiB):
-//   m = max_j x_j              batched max, then the W lanes reduced once
+//   m = max_j x_j              batched max, then the W lanes reduced once (row_max)
 //   x_j ← e^(x_j − m), ℓ = Σ    vectorised exp, the sum accumulated in a batch (exp_and_sum)
 //   x_j ← x_j · (1/ℓ)           one division per row, then multiplies
 #include <cmath>
 #include <limits>
 
-#include "matrix/ops.hpp"
 #include "simd/batch.hpp"
 #include "simd/simd.hpp"
 #include "simd/threads.hpp"
@@ -36,36 +35,12 @@ double pass_flops(const Matrix& S) { return 16.0 * double(S.rows()) * double(S.c
 
 }  // namespace
 
-float row_max(std::span<const float> x) {
-    Batch m(neg_inf);
-    std::size_t k = 0;
-    for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
-    alignas(64) float lanes[W];
-    m.store_aligned(lanes);
-    float result = neg_inf;
-    for (float v : lanes) result = std::fmax(result, v);
-    for (; k < x.size(); ++k) result = std::fmax(result, x[k]);
-    return result;
-}
-
 // [fast softmax] step 5, rows split over threads
-void softmax_rows(Matrix& S, Threads threads) {
+void softmax_rows_in_place(Matrix& S, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
     [[maybe_unused]] const bool team = use_team(threads, pass_flops(S), S.rows());
 #pragma omp parallel for schedule(static) if (team)
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
-}
-
-// [fast mask] step 4.mask, rows split over threads
-void causal_mask(Matrix& S, Threads threads) {
-    check_square("causal_mask", S);
-    const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-    [[maybe_unused]] const bool team = use_team(threads, pass_flops(S), S.rows());
-#pragma omp parallel for schedule(static) if (team)
-    for (std::ptrdiff_t i = 0; i < rows; ++i) {
-        const auto row = S.row(static_cast<std::size_t>(i));
-        std::fill(row.begin() + i + 1, row.end(), neg_inf);
-    }
 }
 
 }  // namespace attn::simd

@@ -1,9 +1,17 @@
-// simd/vector_ops.cpp — dot, axpy and exp over one vector: the xsimd loop shape every kernel uses.
+// simd/vector_ops.cpp — dot, axpy, max and exp over one vector: the xsimd loop shape
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
+//
+// dot, axpy and row_max end with that scalar tail; exp_and_sum instead pads its tail to a full
+// batch with −∞, so that every element goes through the same vector exp.
+//
+// dot is not called by the chain: the GEMM (gemm.cpp) computes a whole register tile of dot
+// products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
+// the microkernel — and the tests check it against the plain sum.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "simd/batch.hpp"
 #include "simd/simd.hpp"
@@ -27,11 +35,24 @@ float dot(const float* a, const float* b, std::size_t n) {
     return sum;
 }
 
-void axpy(float alpha, const float* x, float* y, std::size_t n) {
-    const Batch a(alpha);
+void axpy(float factor, const float* x, float* y, std::size_t n) {
+    const Batch a(factor);
     std::size_t k = 0;
     for (; k + W <= n; k += W) xsimd::fma(a, Batch::load_unaligned(x + k), Batch::load_unaligned(y + k)).store_unaligned(y + k);
-    for (; k < n; ++k) y[k] = std::fma(alpha, x[k], y[k]);
+    for (; k < n; ++k) y[k] = std::fma(factor, x[k], y[k]);
+}
+
+float row_max(std::span<const float> x) {
+    constexpr float neg_inf = -std::numeric_limits<float>::infinity();  // the max of nothing
+    Batch m(neg_inf);
+    std::size_t k = 0;
+    for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
+    alignas(64) float lanes[W];
+    m.store_aligned(lanes);
+    float result = neg_inf;
+    for (float v : lanes) result = std::fmax(result, v);
+    for (; k < x.size(); ++k) result = std::fmax(result, x[k]);
+    return result;
 }
 
 float exp_and_sum(std::span<float> x, float shift) {

@@ -80,9 +80,9 @@ TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]"
     CHECK(tr.S == attn::matmul(tr.Q, attn::transpose(tr.K)));
     CHECK(tr.S_scaled == attn::scale(tr.S, 1.0f / std::sqrt(3.0f)));
     CHECK(tr.S_masked == attn::causal_mask(tr.S_scaled));
-    CHECK(tr.alpha == r.weights);
+    CHECK(tr.weights == r.weights);
     CHECK(tr.output == r.output);
-    CHECK(tr.output == attn::matmul(tr.alpha, tr.V));
+    CHECK(tr.output == attn::matmul(tr.weights, tr.V));
 }
 
 TEST_CASE("scale factors are 1/√d_k, 1/d_k and 1", "[attention]") {

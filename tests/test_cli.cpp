@@ -84,11 +84,11 @@ TEST_CASE("attn walk --causal --scale dk --lang zh", "[cli][walk]") {
     const auto want = library_result({.causal = true, .scale = attn::Scale::dk}, &tr);
     CHECK_THAT(r.out, Contains("第 3 步") && Contains("因果掩码") && Contains("S ÷ d_k = S ÷ 3"));
     check_matches(matrix_after(r.out, "第 4½ 步"), tr.S_masked, 5e-5);
-    const auto alpha = matrix_after(r.out, "第 5 步");
-    check_matches(alpha, want.weights, 5e-5);
-    CHECK(alpha[0][1] == 0.0f);
-    CHECK(alpha[0][2] == 0.0f);
-    CHECK(alpha[1][2] == 0.0f);
+    const auto weights = matrix_after(r.out, "第 5 步");
+    check_matches(weights, want.weights, 5e-5);
+    CHECK(weights[0][1] == 0.0f);
+    CHECK(weights[0][2] == 0.0f);
+    CHECK(weights[1][2] == 0.0f);
     check_matches(matrix_after(r.out, "第 6 步"), want.output, 5e-5);
 }
 

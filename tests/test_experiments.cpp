@@ -70,7 +70,7 @@ TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2",
 TEST_CASE("exercise 5: o₁ − v₁ equals Σ_{j≠1} α₁ⱼ·(v_j − v₁) within 1e-6", "[experiments][exercise5]") {
     const attn::AttentionTrace t = attn::worked_example::trace();
     for (std::size_t row = 0; row < 3; ++row) {
-        const auto c = ex::context_contribution(t.alpha, t.V, row);
+        const auto c = ex::context_contribution(t.weights, t.V, row);
         for (std::size_t k = 0; k < t.V.cols(); ++k) CHECK(c[k] == Approx(t.output(row, k) - t.V(row, k)).margin(1e-6));
     }
 }

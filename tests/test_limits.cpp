@@ -67,8 +67,8 @@ TEST_CASE("size products are checked: a shape whose float count overflows is ref
     CHECK_THROWS_AS(Matrix(std::size_t{1} << 32, std::size_t{1} << 32), std::length_error);
     CHECK_THROWS_WITH(Matrix(std::size_t{1} << 61, 1), Contains("Matrix: shape 2305843009213693952×1"));
     Matrix m(2, 2, 1.0f);
-    CHECK_THROWS_AS(m.reshape(std::size_t{1} << 33, std::size_t{1} << 33), std::length_error);
-    CHECK(m.rows() == 2);  // a refused reshape leaves the matrix as it was
+    CHECK_THROWS_AS(m.resize_for_overwrite(std::size_t{1} << 33, std::size_t{1} << 33), std::length_error);
+    CHECK(m.rows() == 2);  // a refused resize leaves the matrix as it was
     CHECK(m(1, 1) == 1.0f);
 }
 

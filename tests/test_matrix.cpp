@@ -19,20 +19,20 @@ TEST_CASE("Matrix from nested lists is row-major with the lesson's shape", "[mat
     CHECK(attn::shape_string(X) == "3×4");
 }
 
-TEST_CASE("Matrix storage is 64-byte aligned, also after reshape", "[matrix]") {
+TEST_CASE("Matrix storage is 64-byte aligned, also after resize_for_overwrite", "[matrix]") {
     Matrix m(5, 7, 2.0f);
     CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
     CHECK(m(4, 6) == 2.0f);
-    m.reshape(100, 33);
+    m.resize_for_overwrite(100, 33);
     CHECK(m.rows() == 100);
     CHECK(m.cols() == 33);
     CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
 }
 
-TEST_CASE("reshape to a smaller shape keeps the allocation", "[matrix]") {
+TEST_CASE("resize_for_overwrite to a smaller shape keeps the allocation", "[matrix]") {
     Matrix m(64, 64);
     const float* before = m.data();
-    m.reshape(8, 8);
+    m.resize_for_overwrite(8, 8);
     CHECK(m.data() == before);
     CHECK(m.size() == 64);
 }

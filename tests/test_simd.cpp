@@ -35,13 +35,13 @@ void check_close(const Matrix& got, const Matrix& want, float floor = 1e-5f) {
 
 Matrix simd_matmul(const Matrix& A, const Matrix& B, Threads t) {
     Matrix C;
-    attn::simd::matmul(A, B, C, t);
+    attn::simd::matmul_into(A, B, C, t);
     return C;
 }
 
-Matrix simd_matmul_transposed(const Matrix& A, const Matrix& B, float alpha, Threads t) {
+Matrix simd_matmul_transposed(const Matrix& A, const Matrix& B, float scale, Threads t) {
     Matrix C;
-    attn::simd::matmul_transposed(A, B, alpha, C, t);
+    attn::simd::matmul_transposed_into(A, B, scale, C, t);
     return C;
 }
 
@@ -108,15 +108,15 @@ TEST_CASE("simd matmul equals naive for every size 1 to 70 in each dimension", "
     }
 }
 
-TEST_CASE("simd matmul_transposed equals naive A·Bᵀ·alpha for every size 1 to 70", "[simd][matmul]") {
+TEST_CASE("simd matmul_transposed equals naive A·Bᵀ·scale for every size 1 to 70", "[simd][matmul]") {
     std::mt19937 rng(3);
     const Threads t = GENERATE(Threads::one, Threads::all);
     for (std::size_t s = 1; s <= 70; ++s) {
         for (const auto [m, k, n] : {std::array<std::size_t, 3>{s, 37, 45}, {29, s, 45}, {29, 37, s}, {s, s, s}}) {
             INFO("m=" << m << " k=" << k << " n=" << n);
             const Matrix A = random_matrix(m, k, rng), B = random_matrix(n, k, rng);
-            const float alpha = 1.0f / std::sqrt(float(k));
-            check_close(simd_matmul_transposed(A, B, alpha, t), attn::scale(attn::matmul(A, attn::transpose(B)), alpha));
+            const float scale = 1.0f / std::sqrt(float(k));
+            check_close(simd_matmul_transposed(A, B, scale, t), attn::scale(attn::matmul(A, attn::transpose(B)), scale));
         }
     }
 }
@@ -144,9 +144,9 @@ TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±
         INFO("n = " << n << ", scores in ±" << range);
         Matrix S = random_matrix(n, n, rng, -range, range);
         Matrix fast = S;
-        attn::simd::causal_mask(fast, t);
+        attn::simd::causal_mask_in_place(fast, t);
         CHECK(fast == attn::causal_mask(S));
-        attn::simd::softmax_rows(fast, t);
+        attn::simd::softmax_rows_in_place(fast, t);
         check_close(fast, attn::softmax_rows(attn::causal_mask(S)), 1e-6f);
         for (std::size_t k = 0; k < fast.size(); ++k) REQUIRE(std::isfinite(fast.data()[k]));
     }
@@ -155,7 +155,7 @@ TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±
 TEST_CASE("simd softmax turns an all -inf row into zeros", "[simd][softmax][edge]") {
     const float inf = INFINITY;
     Matrix S{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}};
-    attn::simd::softmax_rows(S, Threads::one);
+    attn::simd::softmax_rows_in_place(S, Threads::one);
     CHECK(S == attn::softmax_rows(Matrix{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}}));
     CHECK(S(0, 4) == 0.0f);
     CHECK(S(1, 2) == 0.0f);
@@ -211,7 +211,7 @@ TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "
     const Matrix Q = random_matrix(333, 40, rng), K = random_matrix(333, 40, rng), V = random_matrix(333, 24, rng);
     const auto run_all = [&] {
         Matrix S = random_matrix(150, 150, rng, -5, 5);
-        attn::simd::softmax_rows(S, Threads::all);
+        attn::simd::softmax_rows_in_place(S, Threads::all);
         return std::make_tuple(simd_matmul(A, B, Threads::all), simd_matmul_transposed(A, Bt, 0.3f, Threads::all),
                                attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = Backend::parallel}).output,
                                S);
@@ -231,12 +231,12 @@ TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "
 
 TEST_CASE("simd kernels refuse bad shapes with the same messages as the naive ops", "[simd][errors]") {
     Matrix C;
-    CHECK_THROWS_WITH(attn::simd::matmul(Matrix(3, 4), Matrix(3, 3), C, Threads::one),
+    CHECK_THROWS_WITH(attn::simd::matmul_into(Matrix(3, 4), Matrix(3, 3), C, Threads::one),
                       "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ");
-    CHECK_THROWS_WITH(attn::simd::matmul_transposed(Matrix(3, 4), Matrix(5, 3), 1.0f, C, Threads::all),
+    CHECK_THROWS_WITH(attn::simd::matmul_transposed_into(Matrix(3, 4), Matrix(5, 3), 1.0f, C, Threads::all),
                       Catch::Contains("matmul_transposed: (3×4)·(5×3)ᵀ"));
     Matrix S(2, 3);
-    CHECK_THROWS_WITH(attn::simd::causal_mask(S, Threads::one), "causal_mask: (2×3): needs a square n×n score matrix");
+    CHECK_THROWS_WITH(attn::simd::causal_mask_in_place(S, Threads::one), "causal_mask: (2×3): needs a square n×n score matrix");
     CHECK_THROWS_AS(attn::scaled_dot_product_attention(Matrix(3, 3), Matrix(3, 2), Matrix(3, 3), {.backend = Backend::parallel}),
                     std::invalid_argument);
 }

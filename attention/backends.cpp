@@ -1,4 +1,4 @@
-#include "attention/kernels.hpp"
+#include "attention/backends.hpp"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "matrix/size.hpp"
 #include "simd/simd.hpp"
 
-namespace attn::kernels {
+namespace attn::backends {
 
 namespace {
 
@@ -16,35 +16,35 @@ simd::Threads threads_of(Backend backend) {
 
 }  // namespace
 
-void matmul(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
     if (backend == Backend::naive) return matmul_into(A, B, C);
-    simd::matmul(A, B, C, threads_of(backend));
+    simd::matmul_into(A, B, C, threads_of(backend));
 }
 
-void scaled_scores(const Matrix& Q, const Matrix& K, float c, Matrix& S, Backend backend) {
+void scaled_scores_into(const Matrix& Q, const Matrix& K, float scale, Matrix& S, Backend backend) {
     if (backend == Backend::naive) {  // the formula as written: build Kᵀ, multiply, then scale
         check_matmul_transposed_shapes("matmul_transposed", Q, K);
         matmul_into(Q, transpose(K), S);
-        return scale_in_place(S, c);
+        return scale_in_place(S, scale);
     }
-    simd::matmul_transposed(Q, K, c, S, threads_of(backend));  // rows of K read directly, c fused
+    simd::matmul_transposed_into(Q, K, scale, S, threads_of(backend));  // rows of K read directly, scale fused
 }
 
-void causal_mask(Matrix& S, Backend backend) {
+void causal_mask_in_place(Matrix& S, Backend backend) {
     if (backend == Backend::naive) return causal_mask_in_place(S);
-    simd::causal_mask(S, threads_of(backend));
+    simd::causal_mask_in_place(S, threads_of(backend));
 }
 
-void softmax_rows(Matrix& S, Backend backend) {
+void softmax_rows_in_place(Matrix& S, Backend backend) {
     if (backend == Backend::naive) return softmax_rows_in_place(S);
-    simd::softmax_rows(S, threads_of(backend));
+    simd::softmax_rows_in_place(S, threads_of(backend));
 }
 
-void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float c, bool causal, Matrix& O) {
-    simd::fused_attention(Q, K, V, c, causal, O, simd::Threads::all);
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O) {
+    simd::fused_attention_into(Q, K, V, scale, causal, O, simd::Threads::all);
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::backends
 
 attn::BuildInfo attn::build_info() {
     return {simd::instruction_set(), simd::batch_width(), simd::openmp_built(), simd::max_threads()};

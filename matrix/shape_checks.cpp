@@ -1,0 +1,31 @@
+#include "matrix/shape_checks.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace attn {
+
+void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B) {
+    if (A.cols() != B.rows()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
+                                    "): inner dimensions " + std::to_string(A.cols()) + " and " +
+                                    std::to_string(B.rows()) + " differ");
+    }
+}
+
+void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B) {
+    if (A.cols() != B.cols()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
+                                    ")ᵀ: rows of both must have the same length, got " +
+                                    std::to_string(A.cols()) + " and " + std::to_string(B.cols()));
+    }
+}
+
+void check_square(const char* op, const Matrix& S) {
+    if (S.rows() != S.cols()) {
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(S) +
+                                    "): needs a square n×n score matrix");
+    }
+}
+
+}  // namespace attn
