@@ -7,16 +7,15 @@
 
 #include "attention/worked_example.hpp"
 #include "matrix/ops.hpp"
+#include "matrix/random.hpp"
 
 namespace attn::experiments {
 
 namespace {
 
+// Entries independent with mean 0 and variance 1: the lesson's assumption in the √d_k argument.
 Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    Matrix m(rows, cols);
-    for (std::size_t k = 0; k < m.size(); ++k) m.data()[k] = normal(rng);
-    return m;
+    return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
 }
 
 std::size_t argmax(std::span<const float> row) {

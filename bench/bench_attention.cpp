@@ -68,35 +68,27 @@ void BM_gemm_steps(benchmark::State& st) {
     st.SetLabel(names[step]);
 }
 
-// α·V: (n×n)·(n×d), step 6; registered again as BM_matmul_square with d = n, the classic GEMM figure.
-void BM_matmul(benchmark::State& st) {
+// The two products of the chain, on one backend, d = head width:
+//   scores = false: α·V, (n×n)·(n×d), step 6 (and, with d = n, BM_matmul_square: the classic GEMM figure);
+//   scores = true:  scale·Q·Kᵀ, (n×d)·(n×d)ᵀ, steps 3 and 4 (the naive form builds Kᵀ, multiplies, scales).
+// Both are 2·n·n·d flops over the same three matrices of data.
+void product(benchmark::State& st, bool scores) {
     const Backend b = backend_of(st);
     const std::size_t n = arg(st, 1), d = arg(st, 2);
-    const Matrix A = random_matrix(n, n, 1), V = random_matrix(n, d, 2);
-    Matrix O;
+    const Matrix A = random_matrix(n, scores ? d : n, 1), B = random_matrix(n, d, 2);
+    Matrix C;
     for (auto _ : st) {
-        attn::backends::matmul_into(A, V, O, b);
-        benchmark::DoNotOptimize(O.data());
+        if (scores) attn::backends::scaled_scores_into(A, B, attn::scale_factor(attn::Scale::sqrt_dk, d), C, b);
+        else attn::backends::matmul_into(A, B, C, b);
+        benchmark::DoNotOptimize(C.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
     st.SetLabel(attn::to_string(b));
 }
+void BM_matmul(benchmark::State& st) { product(st, false); }
+void BM_matmul_transposed(benchmark::State& st) { product(st, true); }
 
-// Q·Kᵀ·c: (n×d)·(n×d)ᵀ, steps 3 and 4. The naive form builds Kᵀ, multiplies, then scales.
-void BM_matmul_transposed(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = arg(st, 2);
-    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
-    Matrix S;
-    for (auto _ : st) {
-        attn::backends::scaled_scores_into(Q, K, attn::scale_factor(attn::Scale::sqrt_dk, d), S, b);
-        benchmark::DoNotOptimize(S.data());
-    }
-    bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
-    st.SetLabel(attn::to_string(b));
-}
-
-// What folding c = 1/√d into the score kernel saves: the same S' = c·Q·Kᵀ, either scaled as each
+// What folding scale = 1/√d into the score kernel saves: the same S' = scale·Q·Kᵀ, either scaled as each
 // tile leaves the registers (folded = 1) or by a separate pass over S afterwards (folded = 0). 1 thread.
 void BM_scale_folding(benchmark::State& st) {
     const bool folded = st.range(0) != 0;

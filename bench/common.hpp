@@ -8,16 +8,15 @@
 #include <string>
 
 #include "attention/attention.hpp"
+#include "matrix/random.hpp"
 #include "simd/simd.hpp"
 
 namespace bench {
 
+// Uniform on [−1, 1), one seed per matrix so that each benchmark's inputs are fixed.
 inline attn::Matrix random_matrix(std::size_t rows, std::size_t cols, unsigned seed) {
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    attn::Matrix m(rows, cols);
-    for (std::size_t k = 0; k < m.size(); ++k) m.data()[k] = dist(rng);
-    return m;
+    return attn::random_matrix(rows, cols, rng);
 }
 
 // GFLOPs: flops per second ÷ 1e9; bytes_per_second: distinct bytes read or written per second.

@@ -1,6 +1,8 @@
 // io/files.cpp — choosing a reader by extension, and writing output files so that a failure
 // (a full disk, a rename refused, Ctrl-C) never leaves a partial, new or foreign file behind.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,12 +77,31 @@ std::string file_name_of(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A new, empty file "<dir>/.<name>.<tag>-XXXXXX" (mkstemp: O_CREAT|O_EXCL, mode 0600).
-int create_unique(const std::string& target, const char* tag, std::string& name) {
+// While it lives, SIGINT, SIGTERM and SIGHUP wait: used where a file exists but is not yet
+// registered for the handler, and around the renames, which must not be cut in half.
+class SignalsHeld {
+public:
+    SignalsHeld() {
+        sigset_t held;
+        sigemptyset(&held);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+        pthread_sigmask(SIG_BLOCK, &held, &before_);
+    }
+    SignalsHeld(const SignalsHeld&) = delete;
+    SignalsHeld& operator=(const SignalsHeld&) = delete;
+    ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+
+private:
+    sigset_t before_;
+};
+
+// A new, empty file "<dir>/.<name>.<tag>-XXXXXX" (mkstemp: O_CREAT|O_EXCL, mode 0600), registered
+// for the signal handler before any signal can see it; nullptr (errno set) when it cannot be made.
+std::unique_ptr<PendingFile> create_unique(const std::string& target, const char* tag, int& fd) {
     std::string pattern = directory_of(target) + "/." + file_name_of(target) + "." + tag + "-XXXXXX";
-    const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
-    name = pattern;
-    return fd;
+    const SignalsHeld held;
+    fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+    return fd < 0 ? nullptr : std::make_unique<PendingFile>(pattern);
 }
 
 std::string reason() { return std::strerror(errno); }
@@ -136,10 +157,9 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
     // 1. Every file to a temporary of its own.
     std::vector<std::unique_ptr<PendingFile>> temporaries;
     for (const auto& [path, matrix] : files) {
-        std::string name;
-        const int fd = create_unique(path, "tmp", name);
+        int fd = -1;
+        temporaries.push_back(create_unique(path, "tmp", fd));
         if (fd < 0) fail(path, "cannot write: no temporary file can be created beside it: " + reason());
-        temporaries.push_back(std::make_unique<PendingFile>(name));
         const bool ok = write_npy(fd, *matrix);
         const std::string why = reason();
         if (::close(fd) != 0 || !ok) fail(path, "cannot write: " + why);
@@ -148,7 +168,9 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
     // 2. Into place, one file at a time: the old file (if any) is renamed aside, then the temporary
     //    renamed onto its name. Every step is a rename within one directory, so it cannot fail for
     //    lack of space; if one fails all the same (a sticky directory, a file we may not replace),
-    //    the renames already done are undone in reverse, and every target is as it was.
+    //    the renames already done are undone in reverse, and every target is as it was. Signals
+    //    wait meanwhile: a handler running between two renames could leave a target missing.
+    const SignalsHeld held;
     std::vector<std::unique_ptr<PendingFile>> set_aside(files.size());
     const auto undo = [&](std::size_t placed) {
         for (std::size_t k = placed; k-- > 0;) {
@@ -158,14 +180,15 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
     };
     for (std::size_t k = 0; k < files.size(); ++k) {
         const std::string& target = files[k].first;
-        std::string aside = target;  // a fresh name for the old file, reserved by creating it
-        const int fd = create_unique(target, "old", aside);
-        if (fd >= 0) ::close(fd);
-        auto reserved = std::make_unique<PendingFile>(aside);
+        int fd = -1;  // a fresh name for the old file, reserved by creating it
+        auto reserved = create_unique(target, "old", fd);
         if (fd < 0) {
+            const std::string why = reason();
             undo(k);
-            fail(target, "cannot write: " + reason());
+            fail(target, "cannot write: " + why);
         }
+        ::close(fd);
+        const std::string& aside = reserved->path();
         if (::rename(target.c_str(), aside.c_str()) == 0) {
             set_aside[k] = std::move(reserved);
         } else if (errno != ENOENT) {

@@ -2,6 +2,7 @@
 // library (no shared code), used as the yardstick for every float path.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -31,23 +32,36 @@ struct Result {
     Mat weights, output;
 };
 
-// divisor: √d_k, d_k or 1.
-inline Result attention(const Mat& Q, const Mat& K, const Mat& V, double divisor, bool causal) {
-    const std::size_t n = Q.size(), m = K.size(), dk = K.empty() ? 0 : K[0].size(), dv = V.empty() ? 0 : V[0].size();
-    Mat w(n, std::vector<double>(m));
-    for (std::size_t i = 0; i < n; ++i) {
-        double top = -std::numeric_limits<double>::infinity();
-        for (std::size_t j = 0; j < m; ++j) {
-            double s = 0.0;
-            for (std::size_t p = 0; p < dk; ++p) s += Q[i][p] * K[j][p];
-            w[i][j] = (causal && j > i) ? -std::numeric_limits<double>::infinity() : s / divisor;
-            top = std::max(top, w[i][j]);
-        }
-        double total = 0.0;
-        for (double& x : w[i]) total += (x = std::exp(x - top));
-        for (double& x : w[i]) x /= total;
+// Row i of the weights and of the output, for a query q against the first `visible` keys (all of
+// them, or i + 1 under a causal mask); divisor: √d_k, d_k or 1. Masked weights are 0.
+inline Result attention_row(const std::vector<double>& q, const Mat& K, const Mat& V, double divisor, std::size_t visible) {
+    const std::size_t dv = V.empty() ? 0 : V[0].size();
+    std::vector<double> w(K.size(), 0.0);
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < visible; ++j) {
+        double s = 0.0;
+        for (std::size_t p = 0; p < q.size(); ++p) s += q[p] * K[j][p];
+        w[j] = s / divisor;
+        top = std::max(top, w[j]);
     }
-    return {w, mul(w, V, m, dv)};
+    double total = 0.0;
+    for (std::size_t j = 0; j < visible; ++j) total += (w[j] = std::exp(w[j] - top));
+    std::vector<double> o(dv, 0.0);
+    for (std::size_t j = 0; j < visible; ++j) {
+        w[j] /= total;
+        for (std::size_t k = 0; k < dv; ++k) o[k] += w[j] * V[j][k];
+    }
+    return {{w}, {o}};
+}
+
+inline Result attention(const Mat& Q, const Mat& K, const Mat& V, double divisor, bool causal) {
+    Result all;
+    for (std::size_t i = 0; i < Q.size(); ++i) {
+        Result row = attention_row(Q[i], K, V, divisor, causal ? i + 1 : K.size());
+        all.weights.push_back(row.weights[0]);
+        all.output.push_back(row.output[0]);
+    }
+    return all;
 }
 
 }  // namespace reference

@@ -8,8 +8,11 @@
 #include "attention/attention.hpp"
 #include "attention/worked_example.hpp"
 #include "matrix/ops.hpp"
-#include "random.hpp"
+#include "check_close.hpp"
+#include "matrix/random.hpp"
 #include "reference.hpp"
+
+using attn::random_matrix;
 
 using attn::AttentionOptions;
 using attn::Matrix;
@@ -19,16 +22,6 @@ namespace {
 
 attn::SingleHeadAttention example_layer() { return attn::worked_example::layer(); }
 
-void check_close(const Matrix& got, const reference::Mat& want, double rel, double abs) {
-    REQUIRE(got.rows() == want.size());
-    for (std::size_t i = 0; i < got.rows(); ++i) {
-        REQUIRE(got.cols() == want[i].size());
-        for (std::size_t j = 0; j < got.cols(); ++j) {
-            INFO("element (" << i << ", " << j << ")");
-            CHECK(got(i, j) == Approx(want[i][j]).epsilon(rel).margin(abs));
-        }
-    }
-}
 
 double divisor(Scale s, std::size_t d_k) {
     return s == Scale::sqrt_dk ? std::sqrt(double(d_k)) : s == Scale::dk ? double(d_k) : 1.0;
@@ -43,9 +36,9 @@ TEST_CASE("worked example: Q, K, V equal the values computed by hand", "[attenti
     const reference::Mat Q{{1.31, -0.12, 1.17}, {-1.08, 0.91, 0.73}, {0.77, 0.57, 0.02}};
     const reference::Mat K{{1.52, 0.47, -0.28}, {-0.31, 0.25, 0.96}, {0.11, 1.36, 0.30}};
     const reference::Mat V{{0.50, 1.00, 0.05}, {0.85, -1.15, 1.65}, {1.15, 0.45, 0.30}};
-    check_close(tr.Q, Q, 0.0, 1e-6);
-    check_close(tr.K, K, 0.0, 1e-6);
-    check_close(tr.V, V, 0.0, 1e-6);
+    check_close(tr.Q, Q, 1e-6, 0.0);
+    check_close(tr.K, K, 1e-6, 0.0);
+    check_close(tr.V, V, 1e-6, 0.0);
 }
 
 TEST_CASE("worked example: α and output match the lesson's PyTorch figures", "[attention][example]") {
@@ -69,8 +62,8 @@ TEST_CASE("worked example agrees with the double reference for every scale, with
     const auto r = example_layer().forward(attn::worked_example::X(), {.causal = causal, .scale = scale}, &tr);
     const auto want = reference::attention(reference::from(tr.Q), reference::from(tr.K), reference::from(tr.V),
                                            divisor(scale, 3), causal);
-    check_close(r.weights, want.weights, 1e-5, 1e-6);
-    check_close(r.output, want.output, 1e-5, 1e-6);
+    check_close(r.weights, want.weights, 1e-6, 1e-5);
+    check_close(r.output, want.output, 1e-6, 1e-5);
 }
 
 TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]") {
@@ -102,8 +95,8 @@ TEST_CASE("random shapes with d_v ≠ d_k and m ≠ n agree with the double refe
         const auto want = reference::attention(reference::from(Q), reference::from(K), reference::from(V),
                                                std::sqrt(double(dk)), causal);
         CHECK(r.output.cols() == dv);
-        check_close(r.weights, want.weights, 1e-5, 1e-6);
-        check_close(r.output, want.output, 1e-5, 1e-6);
+        check_close(r.weights, want.weights, 1e-6, 1e-5);
+        check_close(r.output, want.output, 1e-6, 1e-5);
     }
 }
 

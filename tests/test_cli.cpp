@@ -11,9 +11,11 @@
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
-#include "random.hpp"
+#include "matrix/random.hpp"
 #include "run_attn.hpp"
 #include "temp_dir.hpp"
+
+using attn::random_matrix;
 
 using Catch::Contains;
 

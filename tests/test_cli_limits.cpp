@@ -9,9 +9,11 @@
 
 #include "attention/attention.hpp"
 #include "io/io.hpp"
-#include "random.hpp"
+#include "matrix/random.hpp"
 #include "run_attn.hpp"
 #include "temp_dir.hpp"
+
+using attn::random_matrix;
 
 using attn::Matrix;
 using Catch::Contains;

@@ -8,26 +8,18 @@
 
 #include "attention/attention.hpp"
 #include "matrix/ops.hpp"
-#include "random.hpp"
+#include "check_close.hpp"
+#include "matrix/random.hpp"
+#include "reference.hpp"
 #include "simd/simd.hpp"
+
+using attn::random_matrix;
 
 using attn::Backend;
 using attn::Matrix;
 
 namespace {
 
-void check_close(const Matrix& got, const Matrix& want, float floor) {
-    REQUIRE(got.rows() == want.rows());
-    REQUIRE(got.cols() == want.cols());
-    for (std::size_t k = 0; k < got.size(); ++k) {
-        const float g = got.data()[k], w = want.data()[k];
-        if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + floor)) {
-            FAIL_CHECK("element (" << k / got.cols() << ", " << k % got.cols() << "): got " << g << ", want " << w);
-            return;
-        }
-    }
-    SUCCEED();
-}
 
 Matrix fused(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
     return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = Backend::fused}).output;
@@ -37,24 +29,6 @@ Matrix naive(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
     return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal}).output;
 }
 
-// Row i of softmax(Q·Kᵀ/√d)·V in double, straight from the formula.
-std::vector<double> reference_row(const Matrix& Q, const Matrix& K, const Matrix& V, std::size_t i, bool causal) {
-    const std::size_t visible = causal ? i + 1 : K.rows();
-    std::vector<double> s(visible);
-    double top = -INFINITY;
-    for (std::size_t j = 0; j < visible; ++j) {
-        double dot = 0.0;
-        for (std::size_t p = 0; p < Q.cols(); ++p) dot += double(Q(i, p)) * K(j, p);
-        s[j] = dot / std::sqrt(double(Q.cols()));
-        top = std::max(top, s[j]);
-    }
-    double sum = 0.0;
-    for (double& x : s) sum += (x = std::exp(x - top));
-    std::vector<double> o(V.cols(), 0.0);
-    for (std::size_t j = 0; j < visible; ++j)
-        for (std::size_t k = 0; k < V.cols(); ++k) o[k] += s[j] / sum * V(j, k);
-    return o;
-}
 
 }  // namespace
 
@@ -140,10 +114,11 @@ TEST_CASE("n = 16384, d = 64: where S would need 1 GiB, fused runs and matches r
     const bool causal = GENERATE(false, true);
     const Matrix O = fused(Q, K, V, causal);
     REQUIRE(O.rows() == n);
+    const reference::Mat Q_ref = reference::from(Q), K_ref = reference::from(K), V_ref = reference::from(V);
     for (const std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{47}, std::size_t{48}, std::size_t{255},
                                 std::size_t{256}, std::size_t{4097}, std::size_t{9999}, n - 2, n - 1}) {
         INFO((causal ? "causal " : "") << "row " << i);
-        const auto want = reference_row(Q, K, V, i, causal);
-        for (std::size_t k = 0; k < d; ++k) CHECK(O(i, k) == Approx(want[k]).epsilon(1e-5).margin(1e-6));
+        const auto want = reference::attention_row(Q_ref[i], K_ref, V_ref, std::sqrt(double(d)), causal ? i + 1 : n);
+        for (std::size_t k = 0; k < d; ++k) CHECK(O(i, k) == Approx(want.output[0][k]).epsilon(1e-5).margin(1e-6));
     }
 }

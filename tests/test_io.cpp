@@ -9,7 +9,9 @@
 #include <random>
 
 #include "io/io.hpp"
-#include "random.hpp"
+#include "matrix/random.hpp"
+
+using attn::random_matrix;
 
 using attn::Matrix;
 using Catch::Contains;

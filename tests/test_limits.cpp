@@ -19,8 +19,10 @@
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/size.hpp"
-#include "random.hpp"
+#include "matrix/random.hpp"
 #include "temp_dir.hpp"
+
+using attn::random_matrix;
 
 using attn::Backend;
 using attn::Matrix;

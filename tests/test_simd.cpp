@@ -8,8 +8,11 @@
 
 #include "attention/attention.hpp"
 #include "matrix/ops.hpp"
-#include "random.hpp"
+#include "check_close.hpp"
+#include "matrix/random.hpp"
 #include "simd/simd.hpp"
+
+using attn::random_matrix;
 
 using attn::Backend;
 using attn::Matrix;
@@ -17,21 +20,6 @@ using attn::simd::Threads;
 
 namespace {
 
-// |got − want| ≤ 1e-5·|want| + floor, element by element; reports the first mismatch only.
-void check_close(const Matrix& got, const Matrix& want, float floor = 1e-5f) {
-    REQUIRE(got.rows() == want.rows());
-    REQUIRE(got.cols() == want.cols());
-    for (std::size_t i = 0; i < got.rows(); ++i) {
-        for (std::size_t j = 0; j < got.cols(); ++j) {
-            const float g = got(i, j), w = want(i, j);
-            if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + floor) && !(g == w)) {
-                FAIL_CHECK("element (" << i << ", " << j << "): got " << g << ", want " << w);
-                return;
-            }
-        }
-    }
-    SUCCEED();
-}
 
 Matrix simd_matmul(const Matrix& A, const Matrix& B, Threads t) {
     Matrix C;
