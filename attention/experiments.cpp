@@ -18,11 +18,11 @@ Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
     return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
 }
 
-std::size_t argmax(std::span<const float> row) {
+}  // namespace
+
+std::size_t row_argmax(std::span<const float> row) {
     return static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
-
-}  // namespace
 
 RowStats row_stats(std::span<const float> weights) {
     RowStats s;
@@ -72,8 +72,8 @@ DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned 
         const Matrix Q = matmul(X, W_Q), S = matmul(Q, transpose(matmul(X, W_K)));
         const Matrix S_tied = matmul(Q, transpose(Q));  // W_K = W_Q: S_ij = (x_i·W)·(x_j·W)
         for (std::size_t i = 0; i < n; ++i) {
-            independent += argmax(S.row(i)) == i;
-            tied += argmax(S_tied.row(i)) == i;
+            independent += row_argmax(S.row(i)) == i;
+            tied += row_argmax(S_tied.row(i)) == i;
             for (std::size_t j = 0; j < n; ++j)
                 r.tied_pair_violations += S_tied(i, j) > std::max(S_tied(i, i), S_tied(j, j)) * (1 + 1e-5f) + 1e-5f;
         }
@@ -119,6 +119,21 @@ std::vector<double> context_contribution(const Matrix& weights, const Matrix& V,
         for (std::size_t k = 0; k < V.cols(); ++k) sum[k] += double(weights(row, j)) * (double(V(j, k)) - V(row, k));
     }
     return sum;
+}
+
+OutputAgainstValue output_against_value(const AttentionTrace& trace, std::size_t row) {
+    const auto contribution = context_contribution(trace.weights, trace.V, row);
+    OutputAgainstValue r{Matrix(4, trace.V.cols()), 0.0};
+    double norm_sq = 0.0;
+    for (std::size_t k = 0; k < trace.V.cols(); ++k) {
+        r.rows(0, k) = trace.output(row, k);
+        r.rows(1, k) = trace.V(row, k);
+        r.rows(2, k) = trace.output(row, k) - trace.V(row, k);
+        r.rows(3, k) = static_cast<float>(contribution[k]);
+        norm_sq += double(r.rows(2, k)) * r.rows(2, k);
+    }
+    r.distance = std::sqrt(norm_sq);
+    return r;
 }
 
 std::vector<VarianceResult> variance_experiment(const std::vector<std::size_t>& dims, std::size_t samples,

@@ -35,6 +35,9 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
 
 // ---- exercise 2: is S_ii the largest score of its row? ----------------------------------------
 
+// Where the largest score of a row is (the first, on a tie): compared with i for row i.
+std::size_t row_argmax(std::span<const float> row);
+
 struct DiagonalResult {
     std::size_t draws = 0;
     double independent_fraction = 0;  // rows whose maximum is on the diagonal, W_Q and W_K drawn apart
@@ -63,6 +66,14 @@ double fitted_exponent(const std::vector<double>& x, const std::vector<double>& 
 // o₁ − v₁ = Σ_j α₁ⱼ·v_j − v₁ = Σ_{j≠1} α₁ⱼ·(v_j − v₁), because Σ_j α₁ⱼ = 1. Returns that sum, term by
 // term summed in double; `row` is the (0-based) query whose output is decomposed.
 std::vector<double> context_contribution(const Matrix& weights, const Matrix& V, std::size_t row);
+
+// The table both `attn walk` and `attn exercise 5` print, for query `row` of a trace: rows o_i, v_i,
+// o_i − v_i and Σ_j α_ij·(v_j − v_i) (the last equals the one before, up to rounding), and ‖o_i − v_i‖.
+struct OutputAgainstValue {
+    Matrix rows;  // 4 × d_v
+    double distance = 0;
+};
+OutputAgainstValue output_against_value(const AttentionTrace& trace, std::size_t row);
 
 // ---- the variance argument --------------------------------------------------------------------
 

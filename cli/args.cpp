@@ -20,6 +20,11 @@ Backend parse_backend(const std::string& v, const std::string& command) {
     throw UsageError(command + ": --backend must be naive, simd, parallel or fused, got '" + v + "'");
 }
 
+Lang parse_lang(const std::string& v, const std::string& command) {
+    if (v != "en" && v != "zh") throw UsageError(command + ": --lang must be en or zh, got '" + v + "'");
+    return v == "zh" ? Lang::zh : Lang::en;
+}
+
 int parse_precision(const std::string& v, const std::string& command) {
     if (v.size() != 1 || v[0] < '0' || v[0] > '8')
         throw UsageError(command + ": --precision must be a whole number from 0 to 8, got '" + v + "'");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/attention.hpp"
+#include "cli/text.hpp"
 
 namespace attn::cli {
 
@@ -39,5 +40,6 @@ void reject_repeated(std::set<std::string>& seen, const std::string& arg, const 
 Scale parse_scale(const std::string& value, const std::string& command);      // sqrt | dk | none
 Backend parse_backend(const std::string& value, const std::string& command);  // naive | simd | parallel | fused
 int parse_precision(const std::string& value, const std::string& command);    // 0 … 8
+Lang parse_lang(const std::string& value, const std::string& command);        // en | zh
 
 }  // namespace attn::cli

@@ -61,10 +61,8 @@ Options parse(std::span<const std::string> args, bool wants_number) {
         reject_repeated(seen, args[i], wants_number ? "exercise" : "variance");
         std::string v;
         if (args[i] == "-h" || args[i] == "--help") o.help = true;
-        else if (option_value(args, i, "--lang", v)) {
-            if (v != "en" && v != "zh") throw UsageError("--lang must be en or zh, got '" + v + "'");
-            o.lang = v == "zh" ? Lang::zh : Lang::en;
-        } else if (option_value(args, i, "--seed", v)) o.seed = parse_seed(v);
+        else if (option_value(args, i, "--lang", v)) o.lang = parse_lang(v, wants_number ? "exercise" : "variance");
+        else if (option_value(args, i, "--seed", v)) o.seed = parse_seed(v);
         else if (option_value(args, i, "--samples", v)) o.samples = parse_count(v, "--samples");
         else if (wants_number && o.number == 0 && args[i].size() == 1 && args[i][0] >= '1' && args[i][0] <= '5')
             o.number = args[i][0] - '0';
@@ -85,14 +83,6 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-std::string scale_name(Scale s, Lang lang) {
-    switch (s) {
-        case Scale::none: return tr(lang, "none", "不缩放");
-        case Scale::sqrt_dk: return "÷√d_k";
-        case Scale::dk: return "÷d_k";
-    }
-    return "";
-}
 
 void exercise1(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
@@ -107,7 +97,7 @@ void exercise1(const Options& o, std::ostream& out) {
     out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 10) << pad_left(tr(l, "entropy", "熵"), 9)
         << pad_left(tr(l, "max α", "最大 α"), 9) << pad_left("‖J‖", 9) << "\n";
     for (const auto& r : ex::scaling_experiment({4, 16, 64, 256, 1024}, 64, 64, o.seed)) {
-        out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_name(r.scale, l), 10)
+        out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_symbol(r.scale), 10)
             << pad_left(fixed(r.mean.entropy, 3), 9) << pad_left(fixed(r.mean.max_weight, 3), 9)
             << pad_left(fixed(r.mean.jacobian_norm, 4), 9) << "\n";
     }
@@ -121,7 +111,7 @@ void exercise1(const Options& o, std::ostream& out) {
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
         const Matrix weights = worked_example::trace({.scale = s}).weights;
         const auto stats = ex::row_stats(weights.row(0));
-        out << "  " << pad_right(scale_name(s, l), 10) << "[";
+        out << "  " << pad_right(scale_symbol(s), 10) << "[";
         for (float a : weights.row(0)) out << " " << format_number(a, 4);
         out << " ]  " << tr(l, "entropy ", "熵 ") << fixed(stats.entropy, 3) << "\n";
     }
@@ -227,20 +217,11 @@ void exercise4(const Options& o, std::ostream& out) {
 void exercise5(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     const AttentionTrace t = worked_example::trace();
-    const auto contribution = ex::context_contribution(t.weights, t.V, 0);
-    Matrix rows(4, t.V.cols());
-    double norm = 0;
-    for (std::size_t k = 0; k < t.V.cols(); ++k) {
-        rows(0, k) = t.output(0, k);
-        rows(1, k) = t.V(0, k);
-        rows(2, k) = t.output(0, k) - t.V(0, k);
-        rows(3, k) = static_cast<float>(contribution[k]);
-        norm += double(rows(2, k)) * rows(2, k);
-    }
+    const ex::OutputAgainstValue table = ex::output_against_value(t, 0);
     PrintOptions p;
     p.row_labels = {"o₁", "v₁", "o₁ − v₁", "Σ α₁ⱼ(v_j − v₁)"};
-    out << tr(l, "Exercise 5 · output[0] against V[0]\n\n", "练习 5 · 比较 output[0] 与 V[0]\n\n") << format_matrix(rows, p)
-        << "\n  ‖o₁ − v₁‖ = " << fixed(std::sqrt(norm), 4) << "\n"
+    out << tr(l, "Exercise 5 · output[0] against V[0]\n\n", "练习 5 · 比较 output[0] 与 V[0]\n\n") << format_matrix(table.rows, p)
+        << "\n  ‖o₁ − v₁‖ = " << fixed(table.distance, 4) << "\n"
         << tr(l, "  o₁ = Σ_j α₁ⱼ·v_j and Σ_j α₁ⱼ = 1, so o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁): the difference is\n"
                  "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
               "  o₁ = Σ_j α₁ⱼ·v_j 且 Σ_j α₁ⱼ = 1，所以 o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁)：差值恰好是\n"

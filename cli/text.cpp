@@ -5,6 +5,15 @@
 
 namespace attn::cli {
 
+std::string scale_symbol(Scale scale) {
+    switch (scale) {
+        case Scale::sqrt_dk: return "÷ √d_k";
+        case Scale::dk: return "÷ d_k";
+        case Scale::none: return "÷ 1";
+    }
+    return "";
+}
+
 Lang lang_from_environment() {
     for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"}) {
         const char* value = std::getenv(name);

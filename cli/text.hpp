@@ -5,9 +5,14 @@
 
 #include <string>
 
+#include "attention/attention.hpp"
+
 namespace attn::cli {
 
 enum class Lang { en, zh };
+
+// What the scores are divided by, as both `walk` and `exercise` label it: "÷ √d_k", "÷ d_k", "÷ 1".
+std::string scale_symbol(Scale scale);
 
 // --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
 Lang lang_from_environment();

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "attention/attention.hpp"
+#include "attention/experiments.hpp"
 #include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
@@ -46,8 +47,7 @@ WalkOptions parse(std::span<const std::string> args) {
         } else if (args[i] == "--causal") {
             o.attention.causal = true;
         } else if (option_value(args, i, "--lang", v)) {
-            if (v != "en" && v != "zh") throw UsageError("walk: --lang must be en or zh, got '" + v + "'");
-            o.lang = v == "zh" ? Lang::zh : Lang::en;
+            o.lang = parse_lang(v, "walk");
         } else if (option_value(args, i, "--scale", v)) {
             o.attention.scale = parse_scale(v, "walk");
         } else if (option_value(args, i, "--backend", v)) {
@@ -160,10 +160,12 @@ private:
     }
     std::string scale_text() const {
         const std::size_t d_k = tr_.Q.cols();
+        // the symbol, then the divisor worked out (appended, not "+": GCC 12 warns falsely on " " + string)
+        const std::string symbol = std::string(" ").append(scale_symbol(o_.attention.scale));
         switch (o_.attention.scale) {
-            case Scale::sqrt_dk: return " ÷ √d_k = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
-            case Scale::dk: return " ÷ d_k = S ÷ " + std::to_string(d_k);
-            case Scale::none: return " ÷ 1";
+            case Scale::sqrt_dk: return symbol + " = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
+            case Scale::dk: return symbol + " = S ÷ " + std::to_string(d_k);
+            case Scale::none: return symbol;
         }
         return "";
     }
@@ -284,7 +286,7 @@ private:
         out_ << "\n" << t_.diagonal << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
             const auto r = tr_.S.row(i);
-            const std::size_t best = static_cast<std::size_t>(std::max_element(r.begin(), r.end()) - r.begin());
+            const std::size_t best = experiments::row_argmax(r);
             out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(tr_.S(i, i));
             if (best == i) out_ << "  " << t_.diagonal_yes << "\n";
             else out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1)
@@ -294,20 +296,14 @@ private:
 
     void exercise5() {
         heading(t_.exercise5, t_.exercise5_note);
-        const auto o = tr_.output.row(0), v = tr_.V.row(0);
-        Matrix rows(3, o.size());  // o₁, v₁, o₁ − v₁
-        float norm2 = 0.0f;
-        for (std::size_t k = 0; k < o.size(); ++k) {
-            rows(0, k) = o[k];
-            rows(1, k) = v[k];
-            rows(2, k) = o[k] - v[k];
-            norm2 += rows(2, k) * rows(2, k);
-        }
+        const experiments::OutputAgainstValue table = experiments::output_against_value(tr_, 0);
+        Matrix rows(3, table.rows.cols());  // o₁, v₁, o₁ − v₁ (exercise 5 adds the decomposition)
+        std::copy(table.rows.data(), table.rows.data() + rows.size(), rows.data());
         PrintOptions p;
         p.precision = o_.precision;
         const std::string o1 = std::string("o") + sub(1), v1 = std::string("v") + sub(1);
         p.row_labels = {o1, v1, o1 + " − " + v1};
-        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1) << "‖ = " << num(std::sqrt(norm2))
+        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1) << "‖ = " << num(static_cast<float>(table.distance))
              << " (" << t_.norm << ")\n";
     }
 
