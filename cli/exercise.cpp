@@ -30,6 +30,10 @@ struct Options {
     int number = 0;
 };
 
+// Each sentence in both languages, side by side where it is printed. (attn walk keeps its
+// sentences in cli/text.cpp instead, because it prints the same text in many places; here each
+// sentence is printed once. Paragraphs of the English and Chinese therefore repeat each other's
+// shape, by design.)
 const char* tr(Lang lang, const char* en, const char* zh) { return lang == Lang::zh ? zh : en; }
 
 std::string fixed(double v, int digits) {

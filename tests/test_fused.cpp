@@ -9,6 +9,7 @@
 #include "attention/attention.hpp"
 #include "matrix/ops.hpp"
 #include "check_close.hpp"
+#include "thread_counts.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"
 #include "simd/simd.hpp"
@@ -90,10 +91,7 @@ TEST_CASE("fused shape errors and empty inputs", "[fused][errors]") {
 }
 
 TEST_CASE("fused results are bit-for-bit identical for 1, 2 and 3 threads", "[fused][parallel]") {
-    if (!attn::simd::openmp_built()) {
-        WARN("skipped: built without OpenMP, so there is only one thread count to compare");
-        return;
-    }
+    if (!several_thread_counts()) return;
     std::mt19937 rng(24);
     const Matrix Q = random_matrix(700, 48, rng), K = random_matrix(700, 48, rng), V = random_matrix(700, 20, rng);
     const int before = attn::simd::max_threads();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "io/io.hpp"
 #include "matrix/random.hpp"
@@ -37,23 +38,18 @@ std::string npy_with_header(const std::string& header, std::size_t data_bytes) {
     return out + h + std::string(data_bytes, '\0');
 }
 
-std::string error_of(const std::string& bytes, const attn::ReadOptions& options = {}) {
+// The InputError a reader raises on these bytes (named t.npy or t.csv), or "(no error)".
+std::string reader_error(bool csv, const std::string& bytes, const attn::ReadOptions& options) {
     try {
-        attn::parse_npy(bytes, "t.npy", options);
+        if (csv) attn::parse_csv(bytes, "t.csv", options);
+        else attn::parse_npy(bytes, "t.npy", options);
     } catch (const attn::InputError& e) {
         return e.what();
     }
     return "(no error)";
 }
-
-std::string csv_error_of(const std::string& text, const attn::ReadOptions& options = {}) {
-    try {
-        attn::parse_csv(text, "t.csv", options);
-    } catch (const attn::InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+std::string error_of(const std::string& bytes, const attn::ReadOptions& options = {}) { return reader_error(false, bytes, options); }
+std::string csv_error_of(const std::string& text, const attn::ReadOptions& options = {}) { return reader_error(true, text, options); }
 
 }  // namespace
 
@@ -104,23 +100,22 @@ TEST_CASE("bad .npy files are refused with the file and the reason", "[io][npy][
     CHECK_THAT(error_of(std::string("\x93NUMPY\x01\x00\x10", 9)), Contains("ends inside the header length"));
     CHECK_THAT(error_of(std::string("\x93NUMPY\x01\x00\xff\xff", 10)), Contains("header of 65535 bytes is larger"));
     CHECK_THAT(error_of(std::string("\x93NUMPY\x01\x00\x40\x00{'descr'", 18)), Contains("ends inside the header"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", 24)),
-               Contains("malformed header"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'shape': (2, 3), }", 24)), Contains("needs the keys"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }", 24)),
-               Contains("fortran_order must be True or False"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 24)),
-               Contains("shape must be a tuple of whole numbers"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24)),
-               Contains("dtype '<i4' is not supported"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48)),
-               Contains("big-endian"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24)),
-               Contains("Fortran"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", 24)),
-               Contains("1-D array; a matrix must be 2-D"));
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), }", 24)),
-               Contains("3-D array"));
+    // header text, data bytes, what the error must say
+    const std::tuple<std::string, std::size_t, std::string> bad_headers[] = {
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", 24, "malformed header"},
+        {"{'descr': '<f4', 'shape': (2, 3), }", 24, "needs the keys"},
+        {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }", 24, "fortran_order must be True or False"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 24, "shape must be a tuple of whole numbers"},
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24, "dtype '<i4' is not supported"},
+        {"{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }", 48, "big-endian"},
+        {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24, "Fortran"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", 24, "1-D array; a matrix must be 2-D"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), }", 24, "3-D array"},
+    };
+    for (const auto& [header, data_bytes, message] : bad_headers) {
+        INFO(header);
+        CHECK_THAT(error_of(npy_with_header(header, data_bytes)), Contains(message));
+    }
     CHECK_THAT(error_of(npy_with_header(ok_header, 20)),
                Contains("shorter than the header says: 24 bytes expected, 20 found"));
     CHECK_THAT(error_of(npy_with_header(ok_header, 28)), Contains("longer than the header says"));

@@ -9,6 +9,7 @@
 #include "attention/attention.hpp"
 #include "matrix/ops.hpp"
 #include "check_close.hpp"
+#include "thread_counts.hpp"
 #include "matrix/random.hpp"
 #include "simd/simd.hpp"
 
@@ -84,27 +85,22 @@ TEST_CASE("vectorised exp is within 2e-7 relative of exp over [-87, 0]", "[simd]
     CHECK(y(0, 2) == Approx(std::exp(-2.0)).epsilon(2e-7));
 }
 
-TEST_CASE("simd matmul equals naive for every size 1 to 70 in each dimension", "[simd][matmul]") {
-    std::mt19937 rng(2);
+TEST_CASE("simd A·B and scale·A·Bᵀ equal naive for every size 1 to 70 in each dimension", "[simd][matmul]") {
+    const bool transposed = GENERATE(false, true);
     const Threads t = GENERATE(Threads::one, Threads::all);
+    std::mt19937 rng(transposed ? 3 : 2);
     for (std::size_t s = 1; s <= 70; ++s) {
         for (const auto [m, k, n] : {std::array<std::size_t, 3>{s, 37, 45}, {29, s, 45}, {29, 37, s}, {s, s, s}}) {
-            INFO("m=" << m << " k=" << k << " n=" << n);
-            const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng);
-            check_close(simd_matmul(A, B, t), attn::matmul(A, B));
-        }
-    }
-}
-
-TEST_CASE("simd matmul_transposed equals naive A·Bᵀ·scale for every size 1 to 70", "[simd][matmul]") {
-    std::mt19937 rng(3);
-    const Threads t = GENERATE(Threads::one, Threads::all);
-    for (std::size_t s = 1; s <= 70; ++s) {
-        for (const auto [m, k, n] : {std::array<std::size_t, 3>{s, 37, 45}, {29, s, 45}, {29, 37, s}, {s, s, s}}) {
-            INFO("m=" << m << " k=" << k << " n=" << n);
-            const Matrix A = random_matrix(m, k, rng), B = random_matrix(n, k, rng);
-            const float scale = 1.0f / std::sqrt(float(k));
-            check_close(simd_matmul_transposed(A, B, scale, t), attn::scale(attn::matmul(A, attn::transpose(B)), scale));
+            INFO((transposed ? "A·Bᵀ" : "A·B") << " m=" << m << " k=" << k << " n=" << n);
+            const Matrix A = random_matrix(m, k, rng);
+            if (transposed) {
+                const Matrix B = random_matrix(n, k, rng);
+                const float scale = 1.0f / std::sqrt(float(k));
+                check_close(simd_matmul_transposed(A, B, scale, t), attn::scale(attn::matmul(A, attn::transpose(B)), scale));
+            } else {
+                const Matrix B = random_matrix(k, n, rng);
+                check_close(simd_matmul(A, B, t), attn::matmul(A, B));
+            }
         }
     }
 }
@@ -190,10 +186,7 @@ TEST_CASE("attention core at a large size and with scores up to ±1e4", "[simd][
 }
 
 TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "[simd][parallel]") {
-    if (!attn::simd::openmp_built()) {
-        WARN("skipped: built without OpenMP, so there is only one thread count to compare");
-        return;
-    }
+    if (!several_thread_counts()) return;
     std::mt19937 rng(8);
     const Matrix A = random_matrix(203, 300, rng), B = random_matrix(300, 77, rng), Bt = random_matrix(190, 300, rng);
     const Matrix Q = random_matrix(333, 40, rng), K = random_matrix(333, 40, rng), V = random_matrix(333, 24, rng);
