@@ -38,8 +38,8 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
     if (K.rows() != V.rows())
         fail("K (" + shape_string(K) + ") and V (" + shape_string(V) + ") must have the same number of rows m");
     if (options.causal && Q.rows() != K.rows())
-        fail("a causal mask needs as many queries as keys, got Q (" + shape_string(Q) + ") and K (" +
-             shape_string(K) + ")");
+        fail("a causal mask needs as many queries as keys, got Q (" + shape_string(Q) + ") and K (" + shape_string(K) +
+             ")");
     if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
         fail("d_k = 0: Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") have no columns to compare");
 }
@@ -65,29 +65,33 @@ void check_float_range(const std::string& who, const std::string& step, const st
 // max_i ‖row i of A‖, refused when A holds NaN or ±inf.
 double largest_row_norm(const std::string& who, const char* name, const Matrix& A) {
     const double norm = max_row_norm(A);
-    if (!std::isfinite(norm)) throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
+    if (!std::isfinite(norm))
+        throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
     return norm;
 }
 
 void check_attention_range(const Matrix& Q, const Matrix& K, const Matrix& V) {
     const std::string who = "scaled_dot_product_attention";
-    const double q = largest_row_norm(who, "Q", Q), k = largest_row_norm(who, "K", K), v = largest_row_norm(who, "V", V);
+    const double q = largest_row_norm(who, "Q", Q), k = largest_row_norm(who, "K", K),
+                 v = largest_row_norm(who, "V", V);
     check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", q * k);
-    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖", double(V.rows()) * v);
+    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
+                      double(V.rows()) * v);
 }
 
 }  // namespace
 
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                       const AttentionOptions& options, AttentionResult& out,
-                                       AttentionTrace* trace) {
+                                       const AttentionOptions& options, AttentionResult& out, AttentionTrace* trace) {
     check_attention_shapes(Q, K, V, options);
     check_attention_range(Q, K, V);
     const Backend b = options.backend;
     const float scale = scale_factor(options.scale, Q.cols());
     if (b == Backend::fused) {
-        if (trace) throw std::invalid_argument("scaled_dot_product_attention: the fused backend never stores S or α, "
-                                               "so there is nothing to trace; use naive, simd or parallel");
+        if (trace)
+            throw std::invalid_argument(
+                "scaled_dot_product_attention: the fused backend never stores S or α, "
+                "so there is nothing to trace; use naive, simd or parallel");
         out.weights.resize_for_overwrite(0, 0);  // there is no α to return
         // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  tile by tile, online softmax
         return backends::fused_attention_into(Q, K, V, scale, options.causal, out.output);
@@ -131,8 +135,8 @@ AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, c
 SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
     : W_Q_(std::move(W_Q)), W_K_(std::move(W_K)), W_V_(std::move(W_V)) {
     const auto fail = [&](const std::string& what) {
-        throw std::invalid_argument("SingleHeadAttention: " + what + "; got W_Q (" + shape_string(W_Q_) +
-                                    "), W_K (" + shape_string(W_K_) + "), W_V (" + shape_string(W_V_) + ")");
+        throw std::invalid_argument("SingleHeadAttention: " + what + "; got W_Q (" + shape_string(W_Q_) + "), W_K (" +
+                                    shape_string(W_K_) + "), W_V (" + shape_string(W_V_) + ")");
     };
     if (W_Q_.rows() != W_K_.rows() || W_K_.rows() != W_V_.rows()) fail("all weights need d_model rows");
     if (W_Q_.cols() != W_K_.cols()) fail("W_Q and W_K need the same width d_k");
@@ -148,8 +152,10 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, B
                                     std::to_string(W_Q_.rows()) + " columns to meet W_Q (" + shape_string(W_Q_) + ")");
     }
     const double x_norm = largest_row_norm("SingleHeadAttention::project", "X", X);
-    for (const auto& [step, W] : {std::pair{"step 2 (Q = X·W_Q)", &W_Q_}, {"step 2 (K = X·W_K)", &W_K_}, {"step 2 (V = X·W_V)", &W_V_}})
-        check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖", x_norm * max_col_norm(*W));
+    for (const auto& [step, W] :
+         {std::pair{"step 2 (Q = X·W_Q)", &W_Q_}, {"step 2 (K = X·W_K)", &W_K_}, {"step 2 (V = X·W_V)", &W_V_}})
+        check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖",
+                          x_norm * max_col_norm(*W));
     Projections p;
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
     backends::matmul_into(X, W_Q_, p.Q, b);

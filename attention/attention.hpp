@@ -61,8 +61,7 @@ float scale_factor(Scale scale, std::size_t d_k);
 
 // The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                             const AttentionOptions& options = {},
-                                             AttentionTrace* trace = nullptr);
+                                             const AttentionOptions& options = {}, AttentionTrace* trace = nullptr);
 // Same, writing into `out`, whose matrices are reused when they already have room: a loop calling
 // this allocates (and first-touches) the n×m score buffer only once.
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,

@@ -10,9 +10,7 @@ namespace attn::backends {
 
 namespace {
 
-simd::Threads threads_of(Backend backend) {
-    return backend == Backend::simd ? simd::Threads::one : simd::Threads::all;
-}
+simd::Threads threads_of(Backend backend) { return backend == Backend::simd ? simd::Threads::one : simd::Threads::all; }
 
 }  // namespace
 
@@ -56,15 +54,19 @@ std::uint64_t attn::attention_bytes(std::size_t n, std::size_t m, std::size_t d_
     const std::string what = "attention working memory";
     std::uint64_t bytes = matrix_bytes(n, d_v);  // O
     if (backend == Backend::fused)
-        return checked_sum(bytes, checked_product(simd::fused_scratch_bytes(d_k), std::uint64_t(simd::max_threads()), what), what);
-    bytes = checked_sum(bytes, matrix_bytes(n, m), what);  // S, then α, in one buffer
+        return checked_sum(
+            bytes, checked_product(simd::fused_scratch_bytes(d_k), std::uint64_t(simd::max_threads()), what), what);
+    bytes = checked_sum(bytes, matrix_bytes(n, m), what);                                  // S, then α, in one buffer
     if (backend == Backend::naive) return checked_sum(bytes, matrix_bytes(d_k, m), what);  // Kᵀ
     return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_k, m), simd::gemm_scratch_bytes(m, d_v)), what);
 }
 
-std::uint64_t attn::projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v, Backend backend) {
+std::uint64_t attn::projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                     Backend backend) {
     const std::string what = "projection working memory";
-    std::uint64_t bytes = checked_sum(checked_product(matrix_bytes(n, d_k), 2, what), matrix_bytes(n, d_v), what);  // Q, K, V
+    std::uint64_t bytes =
+        checked_sum(checked_product(matrix_bytes(n, d_k), 2, what), matrix_bytes(n, d_v), what);  // Q, K, V
     if (backend == Backend::naive) return bytes;
-    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_model, d_k), simd::gemm_scratch_bytes(d_model, d_v)), what);
+    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_model, d_k), simd::gemm_scratch_bytes(d_model, d_v)),
+                       what);
 }

@@ -7,10 +7,10 @@
 
 namespace attn::backends {
 
-void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);             // C = A·B
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);                      // C = A·B
 void scaled_scores_into(const Matrix& Q, const Matrix& K, float scale, Matrix& S, Backend backend);  // S = scale·Q·Kᵀ
-void causal_mask_in_place(Matrix& S, Backend backend);                                          // S_ij ← −∞, j > i
-void softmax_rows_in_place(Matrix& S, Backend backend);                                         // row-wise softmax
+void causal_mask_in_place(Matrix& S, Backend backend);   // S_ij ← −∞, j > i
+void softmax_rows_in_place(Matrix& S, Backend backend);  // row-wise softmax
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only).
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O);
 

@@ -40,8 +40,8 @@ std::size_t row_argmax(std::span<const float> row);
 
 struct DiagonalResult {
     std::size_t draws = 0;
-    double independent_fraction = 0;  // rows whose maximum is on the diagonal, W_Q and W_K drawn apart
-    double tied_fraction = 0;         // the same with W_Q = W_K (S symmetric)
+    double independent_fraction = 0;       // rows whose maximum is on the diagonal, W_Q and W_K drawn apart
+    double tied_fraction = 0;              // the same with W_Q = W_K (S symmetric)
     std::size_t tied_pair_violations = 0;  // pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: always 0
 };
 // The lesson's X with random N(0, 1) weights (d_model × d_k), `draws` times.
@@ -83,6 +83,7 @@ struct VarianceResult {
     double scaled = 0;  // sample variance of q·k/√d_k: theory 1
 };
 std::vector<VarianceResult> variance_experiment(const std::vector<std::size_t>& dims, std::size_t samples,
-                                                unsigned seed, const std::function<void(std::size_t d_k)>& progress = {});
+                                                unsigned seed,
+                                                const std::function<void(std::size_t d_k)>& progress = {});
 
 }  // namespace attn::experiments

@@ -19,17 +19,11 @@ inline Matrix X() {
             {0.7f, 0.9f, 0.4f, -0.5f}};  // 地毯
 }
 
-inline Matrix W_Q() {
-    return {{0.5f, -0.2f, 0.8f}, {0.9f, 0.4f, -0.3f}, {-0.6f, 1.0f, 0.2f}, {0.3f, 0.1f, 0.7f}};
-}
+inline Matrix W_Q() { return {{0.5f, -0.2f, 0.8f}, {0.9f, 0.4f, -0.3f}, {-0.6f, 1.0f, 0.2f}, {0.3f, 0.1f, 0.7f}}; }
 
-inline Matrix W_K() {
-    return {{0.7f, 0.3f, -0.5f}, {0.2f, 0.9f, 0.4f}, {-0.4f, 0.6f, 1.1f}, {0.8f, -0.2f, 0.3f}};
-}
+inline Matrix W_K() { return {{0.7f, 0.3f, -0.5f}, {0.2f, 0.9f, 0.4f}, {-0.4f, 0.6f, 1.1f}, {0.8f, -0.2f, 0.3f}}; }
 
-inline Matrix W_V() {
-    return {{1.0f, 0.0f, 0.5f}, {0.0f, 1.0f, -0.5f}, {0.5f, -0.5f, 1.0f}, {-0.5f, 0.5f, 0.0f}};
-}
+inline Matrix W_V() { return {{1.0f, 0.0f, 0.5f}, {0.0f, 1.0f, -0.5f}, {0.5f, -0.5f, 1.0f}, {-0.5f, 0.5f, 0.0f}}; }
 
 inline SingleHeadAttention layer() { return {W_Q(), W_K(), W_V()}; }
 

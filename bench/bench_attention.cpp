@@ -8,8 +8,8 @@
 // time: with OpenMP the CPU column would only see the main thread.
 #include <xsimd/xsimd.hpp>
 
-#include "bench/common.hpp"
 #include "attention/backends.hpp"
+#include "bench/common.hpp"
 #include "bench/gemm_steps.hpp"
 #include "matrix/ops.hpp"
 
@@ -64,7 +64,8 @@ void BM_gemm_steps(benchmark::State& st) {
         benchmark::DoNotOptimize(C.data());
     }
     bench::set_counters(st, 2.0 * n * n * n, 3.0 * n * n * 4);
-    static const char* const names[] = {"", "i-j-k", "i-k-j scalar", "i-k-j xsimd", "register tile", "tile+packing+blocks"};
+    static const char* const names[] = {
+        "", "i-j-k", "i-k-j scalar", "i-k-j xsimd", "register tile", "tile+packing+blocks"};
     st.SetLabel(names[step]);
 }
 
@@ -198,13 +199,30 @@ void chain_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2, 3}); 
 }  // namespace
 
 // The 2-thread peak needs OpenMP (without it the pragma is ignored and one thread would be counted twice).
-BENCHMARK(BM_peak_fma)->Apply([](benchmark::internal::Benchmark* bm) {
-    bm->Arg(1);
-    if (attn::build_info().openmp) bm->Arg(2);
-})->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul)->Name("BM_matmul_square")->ArgsProduct({{0, 1, 2}, {1024}, {1024}})->ArgNames({"backend", "n", "d"})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_gemm_steps)->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})->ArgNames({"step", "n"})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_scale_folding)->ArgsProduct({{0, 1}, {1024, 2048, 4096}})->ArgNames({"folded", "n"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_peak_fma)
+    ->Apply([](benchmark::internal::Benchmark* bm) {
+        bm->Arg(1);
+        if (attn::build_info().openmp) bm->Arg(2);
+    })
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul)
+    ->Name("BM_matmul_square")
+    ->ArgsProduct({{0, 1, 2}, {1024}, {1024}})
+    ->ArgNames({"backend", "n", "d"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm_steps)
+    ->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})
+    ->ArgNames({"step", "n"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_scale_folding)
+    ->ArgsProduct({{0, 1}, {1024, 2048, 4096}})
+    ->ArgNames({"folded", "n"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_matmul)->Apply(kernel_sizes);
 BENCHMARK(BM_matmul_transposed)->Apply(kernel_sizes);
 BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);

@@ -14,7 +14,8 @@ using attn::Matrix;
 void BM_core_openblas(benchmark::State& st) {
     const int threads = static_cast<int>(st.range(0));
     const auto n = static_cast<std::size_t>(st.range(1)), d = static_cast<std::size_t>(st.range(2));
-    const Matrix Q = bench::random_matrix(n, d, 1), K = bench::random_matrix(n, d, 2), V = bench::random_matrix(n, d, 3);
+    const Matrix Q = bench::random_matrix(n, d, 1), K = bench::random_matrix(n, d, 2),
+                 V = bench::random_matrix(n, d, 3);
     Matrix S(n, n), O(n, d);
     const int N = static_cast<int>(n), D = static_cast<int>(d);
     const float c = 1.0f / std::sqrt(static_cast<float>(d));
@@ -23,7 +24,8 @@ void BM_core_openblas(benchmark::State& st) {
     for (auto _ : st) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, c, Q.data(), D, K.data(), D, 0.0f, S.data(), N);
         attn::simd::softmax_rows_in_place(S, softmax_threads);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, S.data(), N, V.data(), D, 0.0f, O.data(), D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, S.data(), N, V.data(), D, 0.0f, O.data(),
+                    D);
         benchmark::DoNotOptimize(O.data());
     }
     bench::set_counters(st, bench::core_flops(n, d), bench::core_bytes(n, d));

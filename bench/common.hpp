@@ -21,13 +21,16 @@ inline attn::Matrix random_matrix(std::size_t rows, std::size_t cols, unsigned s
 
 // GFLOPs: flops per second ÷ 1e9; bytes_per_second: distinct bytes read or written per second.
 inline void set_counters(benchmark::State& st, double flops, double bytes) {
-    if (flops > 0) st.counters["GFLOPs"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    if (flops > 0)
+        st.counters["GFLOPs"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
     st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
 }
 
 // 4·n²·d: two products of 2·n·n·d flops each (Q·Kᵀ and α·V); the softmax's O(n²) is not counted.
 inline double core_flops(std::size_t n, std::size_t d) { return 4.0 * double(n) * double(n) * double(d); }
-inline double core_bytes(std::size_t n, std::size_t d) { return (4.0 * double(n) * double(d) + double(n) * double(n)) * 4; }
+inline double core_bytes(std::size_t n, std::size_t d) {
+    return (4.0 * double(n) * double(d) + double(n) * double(n)) * 4;
+}
 
 // Peak resident memory of this process (VmHWM), reset by writing 5 to /proc/self/clear_refs (Linux),
 // so each benchmark reports its own peak. -1 where /proc does not offer it.

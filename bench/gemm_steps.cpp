@@ -12,7 +12,8 @@ void matmul_ikj_simd(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix&
     C.resize_for_overwrite(A.rows(), B.cols());
     std::fill(C.data(), C.data() + C.size(), 0.0f);
     for (std::size_t i = 0; i < A.rows(); ++i)
-        for (std::size_t p = 0; p < A.cols(); ++p) attn::simd::axpy(A(i, p), B.row(p).data(), C.row(i).data(), B.cols());
+        for (std::size_t p = 0; p < A.cols(); ++p)
+            attn::simd::axpy(A(i, p), B.row(p).data(), C.row(i).data(), B.cols());
 }
 
 void matmul_register_tile(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C) {

@@ -70,7 +70,9 @@ Options parse(std::span<const std::string> args, bool wants_number) {
         else if (option_value(args, i, "--samples", v)) o.samples = parse_count(v, "--samples");
         else if (wants_number && o.number == 0 && args[i].size() == 1 && args[i][0] >= '1' && args[i][0] <= '5')
             o.number = args[i][0] - '0';
-        else throw UsageError("unknown argument '" + args[i] + "' (see attn " + (wants_number ? "exercise" : "variance") + " --help)");
+        else
+            throw UsageError("unknown argument '" + args[i] + "' (see attn " +
+                             (wants_number ? "exercise" : "variance") + " --help)");
     }
     if (wants_number && o.number == 0 && !o.help) throw UsageError("exercise: which one? give a number from 1 to 5");
     return o;
@@ -80,21 +82,22 @@ Options parse(std::span<const std::string> args, bool wants_number) {
 class Progress {
 public:
     void operator()(const std::string& what) const {
-        if (std::chrono::steady_clock::now() - start_ > std::chrono::seconds(1)) std::cerr << "  … " << what << std::endl;
+        if (std::chrono::steady_clock::now() - start_ > std::chrono::seconds(1))
+            std::cerr << "  … " << what << std::endl;
     }
 
 private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-
 void exercise1(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << tr(l, "Exercise 1 · Dividing by √d_k, by d_k, or not at all\n\n",
               "练习 1 · 除以 √d_k、除以 d_k，还是不缩放\n\n")
-        << tr(l, "  64 queries against 64 keys, every entry N(0, 1); means over the rows.\n"
-                 "  entropy: ln 64 = 4.16 is uniform, 0 is one-hot. ‖J‖: size of the softmax's Jacobian diag(α) − ααᵀ,\n"
-                 "  how much α can still move when its scores move (the gradient that reaches the scores).\n\n",
+        << tr(l,
+              "  64 queries against 64 keys, every entry N(0, 1); means over the rows.\n"
+              "  entropy: ln 64 = 4.16 is uniform, 0 is one-hot. ‖J‖: size of the softmax's Jacobian diag(α) − ααᵀ,\n"
+              "  how much α can still move when its scores move (the gradient that reaches the scores).\n\n",
               "  64 个查询对 64 个键，每个分量服从 N(0, 1)；取各行的平均。\n"
               "  熵：ln 64 = 4.16 为均匀分布，0 为 one-hot。‖J‖：softmax 雅可比矩阵 diag(α) − ααᵀ 的范数，\n"
               "  即分数变化时 α 还能变化多少（传回分数的梯度大小）。\n\n");
@@ -105,13 +108,15 @@ void exercise1(const Options& o, std::ostream& out) {
             << pad_left(fixed(r.mean.entropy, 3), 9) << pad_left(fixed(r.mean.max_weight, 3), 9)
             << pad_left(fixed(r.mean.jacobian_norm, 4), 9) << "\n";
     }
-    out << tr(l, "\n  Without scaling the scores spread as √d_k, α turns one-hot and ‖J‖ → 0: no gradient.\n"
-                 "  ÷d_k shrinks them as 1/√d_k instead: α flattens toward uniform and stops telling tokens apart.\n"
-                 "  ÷√d_k keeps every d_k at the same, trainable spread.\n\n",
+    out << tr(l,
+              "\n  Without scaling the scores spread as √d_k, α turns one-hot and ‖J‖ → 0: no gradient.\n"
+              "  ÷d_k shrinks them as 1/√d_k instead: α flattens toward uniform and stops telling tokens apart.\n"
+              "  ÷√d_k keeps every d_k at the same, trainable spread.\n\n",
               "\n  不缩放时分数的标准差随 √d_k 增长，α 变成 one-hot，‖J‖ → 0：梯度消失。\n"
               "  除以 d_k 则把分数缩小为 1/√d_k：α 趋于均匀，不再区分词与词。\n"
               "  除以 √d_k 使任何 d_k 下分数的离散程度都相同，便于训练。\n\n");
-    out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n", "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
+    out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n",
+              "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
         const Matrix weights = worked_example::trace({.scale = s}).weights;
         const auto stats = ex::row_stats(weights.row(0));
@@ -131,21 +136,27 @@ void exercise2(const Options& o, std::ostream& out) {
     for (std::size_t i = 0; i < tr_.S.rows(); ++i) {
         const auto row = tr_.S.row(i);
         const std::size_t best = static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
-        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(tr_.S(i, i), 4) << "  max = "
-            << format_number(tr_.S(i, best), 4) << " (" << tokens[best] << ")  "
+        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(tr_.S(i, i), 4)
+            << "  max = " << format_number(tr_.S(i, best), 4) << " (" << tokens[best] << ")  "
             << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
     }
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
-    out << "\n  " << r.draws << tr(l, " random weight draws (N(0, 1), d_k = 3) on the same X:\n", " 次随机权重（N(0, 1)，d_k = 3），同一个 X：\n")
-        << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ", "    W_Q、W_K 独立：对角线是行最大值的比例 ")
+    out << "\n  " << r.draws
+        << tr(l, " random weight draws (N(0, 1), d_k = 3) on the same X:\n",
+              " 次随机权重（N(0, 1)，d_k = 3），同一个 X：\n")
+        << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
+              "    W_Q、W_K 独立：对角线是行最大值的比例 ")
         << fixed(100 * r.independent_fraction, 1) << "%" << tr(l, " of rows (chance: 33.3%)\n", "（随机为 33.3%）\n")
-        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ") << fixed(100 * r.tied_fraction, 1) << "%\n"
-        << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ", "    W_Q = W_K 时 S_ij > max(S_ii, S_jj) 的对数：")
+        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ")
+        << fixed(100 * r.tied_fraction, 1) << "%\n"
+        << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
+              "    W_Q = W_K 时 S_ij > max(S_ii, S_jj) 的对数：")
         << r.tied_pair_violations << "\n\n"
-        << tr(l, "  Nothing makes S_ii the largest: q_i and k_i come from different matrices, so a token's query may\n"
-                 "  match another token's key better than its own. Tying W_Q = W_K makes S_ij = (x_i·W)·(x_j·W), a Gram\n"
-                 "  matrix: S_ii ≥ 0 and 2·S_ij ≤ S_ii + S_jj, so no pair can beat both of its diagonals — yet a token\n"
-                 "  with a short projection can still score higher with a long, aligned neighbour than with itself.\n",
+        << tr(l,
+              "  Nothing makes S_ii the largest: q_i and k_i come from different matrices, so a token's query may\n"
+              "  match another token's key better than its own. Tying W_Q = W_K makes S_ij = (x_i·W)·(x_j·W), a Gram\n"
+              "  matrix: S_ii ≥ 0 and 2·S_ij ≤ S_ii + S_jj, so no pair can beat both of its diagonals — yet a token\n"
+              "  with a short projection can still score higher with a long, aligned neighbour than with itself.\n",
               "  没有任何机制保证 S_ii 最大：q_i 与 k_i 来自不同的矩阵，某个词的查询可能与别的词的键更匹配。\n"
               "  令 W_Q = W_K 时 S_ij = (x_i·W)·(x_j·W) 是 Gram 矩阵：S_ii ≥ 0 且 2·S_ij ≤ S_ii + S_jj，\n"
               "  任何一对都不能同时超过两个对角元——但投影较短的词仍可能与一个更长、方向相近的邻居得分更高。\n");
@@ -154,12 +165,14 @@ void exercise2(const Options& o, std::ostream& out) {
 void exercise3(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     const Progress progress;
-    out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n", "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
+    out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
+              "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
         << tr(l, "  n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB), for one head.\n\n",
               "  n = 1000 时有 1000² = 1,000,000 个分数，float32 占 4,000,000 字节（3.8 MiB），这只是一个头。\n\n")
-        << tr(l, "  Measured, one call of the core, d = 64:\n", "  实测，单次调用注意力核心，d = 64：\n")
-        << "  " << pad_right("n", 7) << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
-        << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16) << "\n";
+        << tr(l, "  Measured, one call of the core, d = 64:\n", "  实测，单次调用注意力核心，d = 64：\n") << "  "
+        << pad_right("n", 7) << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
+        << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
+        << "\n";
     const std::vector<std::size_t> ns = {250, 500, 1000, 2000, 4000};
     const auto tell = [&](const char* backend) {
         return [&, backend](std::size_t n) { progress(std::string(backend) + " n = " + std::to_string(n)); };
@@ -170,22 +183,25 @@ void exercise3(const Options& o, std::ostream& out) {
     std::vector<double> x, scores, bytes, t_naive, t_simd;
     for (std::size_t k = 0; k < ns.size(); ++k) {
         out << "  " << pad_right(std::to_string(ns[k]), 7) << pad_left(std::to_string(naive[k].scores), 12)
-            << pad_left(std::to_string(naive[k].score_bytes), 13) << pad_left(fixed(naive[k].seconds * 1e3, 1) + " ms", 11)
-            << pad_left(fixed(simd[k].seconds * 1e3, 2) + " ms", 10) << pad_left(std::to_string(fused[k].score_bytes), 16) << "\n";
+            << pad_left(std::to_string(naive[k].score_bytes), 13)
+            << pad_left(fixed(naive[k].seconds * 1e3, 1) + " ms", 11)
+            << pad_left(fixed(simd[k].seconds * 1e3, 2) + " ms", 10)
+            << pad_left(std::to_string(fused[k].score_bytes), 16) << "\n";
         x.push_back(double(ns[k]));
         scores.push_back(double(naive[k].scores));
         bytes.push_back(double(naive[k].score_bytes));
         t_naive.push_back(naive[k].seconds);
         t_simd.push_back(simd[k].seconds);
     }
-    out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：")
-        << "\n    " << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << ", "
+    out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：") << "\n    "
+        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << ", "
         << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << ", "
         << tr(l, "naive time ", "naive 时间 ") << fixed(ex::fitted_exponent(x, t_naive), 2) << ", "
         << tr(l, "simd time ", "simd 时间 ") << fixed(ex::fitted_exponent(x, t_simd), 2) << "\n\n"
-        << tr(l, "  The counts grow as n² exactly. Measured times only approach 2: caches, the first touch of each\n"
-                 "  fresh n×n buffer (docs/performance.md), and fixed costs at small n.\n"
-                 "  The fused backend computes the same output with no n×n matrix at all (bench/ measures its memory).\n",
+        << tr(l,
+              "  The counts grow as n² exactly. Measured times only approach 2: caches, the first touch of each\n"
+              "  fresh n×n buffer (docs/performance.md), and fixed costs at small n.\n"
+              "  The fused backend computes the same output with no n×n matrix at all (bench/ measures its memory).\n",
               "  分数个数与字节数严格按 n² 增长；实测时间的指数只接近 2（缓存效应、新分配的 n×n 缓冲区首次写入的\n"
               "  开销（见 docs/performance.md）以及小 n 的固定开销）。\n"
               "  fused 后端算出相同的输出，却完全不存 n×n 矩阵（内存见 bench/）。\n");
@@ -197,10 +213,13 @@ void exercise4(const Options& o, std::ostream& out) {
     PrintOptions p;
     p.row_labels = l == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
     p.col_labels = p.row_labels;
-    out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n", "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i\n\n")
+    out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n",
+              "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i\n\n")
         << tr(l, "  S/√d_k before the mask:\n", "  掩码前的 S/√d_k：\n") << format_matrix(t.S_scaled, p)
-        << tr(l, "\n  after: S'_ij = −∞ for j > i\n", "\n  掩码后：j > i 时 S'_ij = −∞\n") << format_matrix(t.S_masked, p)
-        << tr(l, "\n  α: e^−∞ = 0, so the future gets no weight\n", "\n  α：e^−∞ = 0，未来位置得不到权重\n") << format_matrix(t.weights, p) << "\n";
+        << tr(l, "\n  after: S'_ij = −∞ for j > i\n", "\n  掩码后：j > i 时 S'_ij = −∞\n")
+        << format_matrix(t.S_masked, p)
+        << tr(l, "\n  α: e^−∞ = 0, so the future gets no weight\n", "\n  α：e^−∞ = 0，未来位置得不到权重\n")
+        << format_matrix(t.weights, p) << "\n";
     bool all_ok = true;
     for (std::size_t i = 0; i < t.weights.rows(); ++i) {
         std::size_t last_seen = 0;
@@ -214,8 +233,10 @@ void exercise4(const Options& o, std::ostream& out) {
         out << "  " << pad_right(p.row_labels[i], 9) << tr(l, "sees positions 1..", "看到位置 1..") << last_seen + 1
             << tr(l, ", row sum ", "，行和 ") << fixed(sum, 4) << "  " << (ok ? "✓" : "✗") << "\n";
     }
-    out << "\n  " << (all_ok ? tr(l, "every row i attends only to j ≤ i", "每一行 i 都只关注 j ≤ i")
-                             : tr(l, "a row attends to the future: this is a bug", "有行关注了未来：这是错误")) << "\n";
+    out << "\n  "
+        << (all_ok ? tr(l, "every row i attends only to j ≤ i", "每一行 i 都只关注 j ≤ i")
+                   : tr(l, "a row attends to the future: this is a bug", "有行关注了未来：这是错误"))
+        << "\n";
 }
 
 void exercise5(const Options& o, std::ostream& out) {
@@ -224,13 +245,15 @@ void exercise5(const Options& o, std::ostream& out) {
     const ex::OutputAgainstValue table = ex::output_against_value(t, 0);
     PrintOptions p;
     p.row_labels = {"o₁", "v₁", "o₁ − v₁", "Σ α₁ⱼ(v_j − v₁)"};
-    out << tr(l, "Exercise 5 · output[0] against V[0]\n\n", "练习 5 · 比较 output[0] 与 V[0]\n\n") << format_matrix(table.rows, p)
-        << "\n  ‖o₁ − v₁‖ = " << fixed(table.distance, 4) << "\n"
-        << tr(l, "  o₁ = Σ_j α₁ⱼ·v_j and Σ_j α₁ⱼ = 1, so o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁): the difference is\n"
-                 "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
+    out << tr(l, "Exercise 5 · output[0] against V[0]\n\n", "练习 5 · 比较 output[0] 与 V[0]\n\n")
+        << format_matrix(table.rows, p) << "\n  ‖o₁ − v₁‖ = " << fixed(table.distance, 4) << "\n"
+        << tr(l,
+              "  o₁ = Σ_j α₁ⱼ·v_j and Σ_j α₁ⱼ = 1, so o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁): the difference is\n"
+              "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
               "  o₁ = Σ_j α₁ⱼ·v_j 且 Σ_j α₁ⱼ = 1，所以 o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁)：差值恰好是\n"
               "  其他词按各自权重带来的信息（此处 ")
-        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << ", α₁₃ = " << format_number(t.weights(0, 2), 4) << tr(l, ").\n", "）。\n");
+        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << ", α₁₃ = " << format_number(t.weights(0, 2), 4)
+        << tr(l, ").\n", "）。\n");
 }
 
 }  // namespace
@@ -269,23 +292,25 @@ int variance_command(std::span<const std::string> args) {
     const Options o = parse(args, false);
     const Lang l = o.lang;
     if (o.help) {
-        std::cout << tr(l, "Usage: attn variance [--samples K] [--seed S] [--lang en|zh]\n\n"
-                           "Monte Carlo of Var(q·k) for q, k ~ N(0, I), d_k = 1 … 1024, before and after ÷√d_k.\n",
+        std::cout << tr(l,
+                        "Usage: attn variance [--samples K] [--seed S] [--lang en|zh]\n\n"
+                        "Monte Carlo of Var(q·k) for q, k ~ N(0, I), d_k = 1 … 1024, before and after ÷√d_k.\n",
                         "用法：attn variance [--samples K] [--seed S] [--lang en|zh]\n\n"
                         "蒙特卡洛估计 q, k ~ N(0, I) 时 Var(q·k)，d_k = 1 … 1024，缩放前后对比。\n");
         return 0;
     }
     const Progress progress;
-    const auto results = ex::variance_experiment({1, 4, 16, 64, 256, 1024}, o.samples, o.seed, [&](std::size_t d) {
-        progress("d_k = " + std::to_string(d));
-    });
-    std::cout << tr(l, "Var(q·k) with q, k ~ N(0, I): each of the d_k products q_i·k_i has mean 0 and variance 1, and they\n"
-                       "are independent, so the variances add up to d_k. Dividing by √d_k divides the variance by d_k.\n\n",
-                    "q, k ~ N(0, I) 时的 Var(q·k)：d_k 个乘积 q_i·k_i 各自均值为 0、方差为 1 且相互独立，\n"
-                    "方差相加得 d_k；除以 √d_k 使方差除以 d_k。\n\n")
-              << "  " << o.samples << tr(l, " samples per d_k, seed ", " 个样本 / 每个 d_k，种子 ") << o.seed << "\n\n"
-              << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论"), 9)
-              << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论"), 9) << "\n";
+    const auto results = ex::variance_experiment({1, 4, 16, 64, 256, 1024}, o.samples, o.seed,
+                                                 [&](std::size_t d) { progress("d_k = " + std::to_string(d)); });
+    std::cout
+        << tr(l,
+              "Var(q·k) with q, k ~ N(0, I): each of the d_k products q_i·k_i has mean 0 and variance 1, and they\n"
+              "are independent, so the variances add up to d_k. Dividing by √d_k divides the variance by d_k.\n\n",
+              "q, k ~ N(0, I) 时的 Var(q·k)：d_k 个乘积 q_i·k_i 各自均值为 0、方差为 1 且相互独立，\n"
+              "方差相加得 d_k；除以 √d_k 使方差除以 d_k。\n\n")
+        << "  " << o.samples << tr(l, " samples per d_k, seed ", " 个样本 / 每个 d_k，种子 ") << o.seed << "\n\n"
+        << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论"), 9)
+        << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论"), 9) << "\n";
     for (const auto& r : results) {
         std::cout << "  " << pad_right(std::to_string(r.d_k), 7) << pad_left(fixed(r.raw, 3), 12)
                   << pad_left(std::to_string(r.d_k), 9) << pad_left(fixed(r.scaled, 4), 16) << pad_left("1", 9) << "\n";

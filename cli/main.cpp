@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "attention/attention.hpp"
 #include "cli/args.hpp"
 #include "cli/exercise.hpp"
 #include "cli/run.hpp"
 #include "cli/walk.hpp"
-#include "attention/attention.hpp"
 #include "io/io.hpp"
 
 namespace {
@@ -46,7 +46,8 @@ int run(const std::vector<std::string>& args) {
         const attn::BuildInfo b = attn::build_info();
         std::cout << "attn 0.1.0\n"
                   << "simd: " << b.instruction_set << ", " << b.batch_width << " floats per batch\n"
-                  << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built")) << "\n";
+                  << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built"))
+                  << "\n";
         return 0;
     }
     if (command == "walk") return attn::cli::walk_command(rest);

@@ -18,8 +18,8 @@
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
-#include "matrix/size.hpp"
 #include "matrix/print.hpp"
+#include "matrix/size.hpp"
 
 namespace attn::cli {
 
@@ -66,7 +66,8 @@ std::uint64_t parse_memory(const std::string& v) {
     try {
         std::uint64_t number = 0;
         for (std::size_t k = 0; k < digits; ++k)
-            number = checked_sum(checked_product(number, 10, "--max-memory"), std::uint64_t(v[k] - '0'), "--max-memory");
+            number =
+                checked_sum(checked_product(number, 10, "--max-memory"), std::uint64_t(v[k] - '0'), "--max-memory");
         return checked_product(number, std::uint64_t{1} << shift, "--max-memory");
     } catch (const std::length_error&) {
         throw UsageError("run: --max-memory '" + v + "' is too large to count (more than 16 EiB)");
@@ -104,8 +105,10 @@ RunOptions parse(std::span<const std::string> args) {
     }
     if (o.help) return o;
     const bool layer = o.x || o.wq || o.wk || o.wv, core = o.q || o.k || o.v;
-    if (layer && core) throw UsageError("run: give either --x/--wq/--wk/--wv (full layer) or --q/--k/--v (core), not both");
-    if (layer && !(o.x && o.wq && o.wk && o.wv)) throw UsageError("run: the full layer needs all of --x, --wq, --wk and --wv");
+    if (layer && core)
+        throw UsageError("run: give either --x/--wq/--wk/--wv (full layer) or --q/--k/--v (core), not both");
+    if (layer && !(o.x && o.wq && o.wk && o.wv))
+        throw UsageError("run: the full layer needs all of --x, --wq, --wk and --wv");
     if (core && !(o.q && o.k && o.v)) throw UsageError("run: the core needs all of --q, --k and --v");
     if (!layer && !core) throw UsageError("run: no input given (see attn run --help)");
     if (core && o.torch_weights) throw UsageError("run: --torch-weights applies to --wq/--wk/--wv, not to --q/--k/--v");
@@ -139,7 +142,8 @@ void check_out_directory(const std::string& dir) {
         if (!S_ISDIR(st.st_mode)) throw InputError(dir + ": not a directory");
         return;
     }
-    const auto slash = dir.find_last_not_of('/') == std::string::npos ? std::string::npos : dir.rfind('/', dir.find_last_not_of('/'));
+    const auto slash =
+        dir.find_last_not_of('/') == std::string::npos ? std::string::npos : dir.rfind('/', dir.find_last_not_of('/'));
     const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
     if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         throw InputError(dir + ": cannot create directory: " + parent + " is not an existing directory");
@@ -175,7 +179,10 @@ int run_command(std::span<const std::string> args) {
     if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
     Stopwatch clock;
     std::string timing;
-    const auto lap = [&](const char* what) { timing += std::string(timing.empty() ? "" : ", ") + what + " " + format_number(float(clock.lap_ms()), 3) + " ms"; };
+    const auto lap = [&](const char* what) {
+        timing +=
+            std::string(timing.empty() ? "" : ", ") + what + " " + format_number(float(clock.lap_ms()), 3) + " ms";
+    };
 
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
     // they are read, then what the projections and the attention will need.
@@ -215,12 +222,15 @@ int run_command(std::span<const std::string> args) {
         for (int k = 0; k < 3; ++k)
             if (W[k].rows() != X.cols())
                 mismatch(*o.x, X, *names[k], W[k],
-                         "X has " + std::to_string(X.cols()) + " columns (d_model) but the weight has " + std::to_string(W[k].rows()) +
-                             " rows" + (o.torch_weights ? " after transposing" : "; if these are PyTorch weights, pass --torch-weights"));
+                         "X has " + std::to_string(X.cols()) + " columns (d_model) but the weight has " +
+                             std::to_string(W[k].rows()) + " rows" +
+                             (o.torch_weights ? " after transposing"
+                                              : "; if these are PyTorch weights, pass --torch-weights"));
         if (W[0].cols() != W[1].cols())
             mismatch(*o.wq, W[0], *o.wk, W[1], "W_Q and W_K must have the same number of columns (d_k)");
         if (W[0].cols() == 0)
-            mismatch(*o.wq, W[0], *o.wk, W[1], "d_k = 0: W_Q and W_K have no columns, so no query can be compared with a key");
+            mismatch(*o.wq, W[0], *o.wk, W[1],
+                     "d_k = 0: W_Q and W_K have no columns, so no query can be compared with a key");
         inputs = *o.x + ", " + *o.wq + ", " + *o.wk + ", " + *o.wv;
         about_inputs([&] {
             budget.charge(projection_bytes(X.rows(), X.cols(), W[0].cols(), W[2].cols(), backend),
@@ -240,7 +250,8 @@ int run_command(std::span<const std::string> args) {
         if (K.rows() != V.rows()) mismatch(*o.k, K, *o.v, V, "K and V must have the same number of rows");
         if (o.attention.causal && Q.rows() != K.rows())
             mismatch(*o.q, Q, *o.k, K, "a causal mask needs as many queries as keys");
-        if (Q.cols() == 0) mismatch(*o.q, Q, *o.k, K, "d_k = 0: Q and K have no columns, so no query can be compared with a key");
+        if (Q.cols() == 0)
+            mismatch(*o.q, Q, *o.k, K, "d_k = 0: Q and K have no columns, so no query can be compared with a key");
         inputs = *o.q + ", " + *o.k + ", " + *o.v;
     }
     const bool has_alpha = backend != Backend::fused;
@@ -248,7 +259,8 @@ int run_command(std::span<const std::string> args) {
     about_inputs([&] {
         budget.charge(attention_bytes(Q.rows(), K.rows(), Q.cols(), V.cols(), backend),
                       "steps 3–6 on " + backend_name + " (" +
-                          (has_alpha ? "S/α of " + shape_string(Q.rows(), K.rows()) + ", O and scratch; --backend fused never stores S"
+                          (has_alpha ? "S/α of " + shape_string(Q.rows(), K.rows()) +
+                                           ", O and scratch; --backend fused never stores S"
                                      : std::string("O and per-thread scratch")) +
                           ")");
         if (!o.out) {
@@ -272,7 +284,9 @@ int run_command(std::span<const std::string> args) {
         PrintOptions p;
         p.precision = o.precision;
         std::cout << "output O (" << shape_string(result.output) << ")\n" << format_matrix(result.output, p);
-        if (has_alpha) std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n" << format_matrix(result.weights, p);
+        if (has_alpha)
+            std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n"
+                      << format_matrix(result.weights, p);
         else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
     }
     if (o.time) std::cout << "time: " << timing << "\n";

@@ -39,10 +39,14 @@ const Text english{
     .step2_note = "three learned matrices give each token a query, a key and a value.",
     .weights = "Weights",
     .step3 = "Step 3 · Scores S = Q·Kᵀ",
-    .step3_note = "S_ij = q_i·k_j: how well query i matches key j. Kᵀ turns the rows of K into columns, so that row i times column j is that dot product.",
+    .step3_note =
+        "S_ij = q_i·k_j: how well query i matches key j. Kᵀ turns the rows of K into columns, so that row i times "
+        "column j is that dot product.",
     .expanded = "One entry written out",
     .step4 = "Step 4 · Scaling S' = S",
-    .step4_note = "if q and k have d_k independent unit-variance entries, Var(q·k) = d_k; dividing by √d_k brings it back to 1, so the softmax does not saturate as d_k grows.",
+    .step4_note =
+        "if q and k have d_k independent unit-variance entries, Var(q·k) = d_k; dividing by √d_k brings it back to 1, "
+        "so the softmax does not saturate as d_k grows.",
     .step4_mask = "Step 4½ · Causal mask",
     .step4_mask_note = "S'_ij = −∞ for j > i: e^−∞ = 0, so token i gets no weight from later tokens.",
     .step5 = "Step 5 · Attention weights α = softmax_row(S')",
@@ -98,7 +102,9 @@ const Text chinese{
     .step3_note = "S_ij = q_i·k_j：查询 i 与键 j 的匹配程度。转置把 K 的行变成列，第 i 行乘第 j 列恰好是这个点积。",
     .expanded = "展开其中一项",
     .step4 = "第 4 步 · 缩放 S' = S",
-    .step4_note = "若 q、k 各有 d_k 个独立的单位方差分量，则 Var(q·k) = d_k；除以 √d_k 使方差回到 1，softmax 不会随 d_k 增大而饱和。",
+    .step4_note =
+        "若 q、k 各有 d_k 个独立的单位方差分量，则 Var(q·k) = d_k；除以 √d_k 使方差回到 1，softmax 不会随 d_k "
+        "增大而饱和。",
     .step4_mask = "第 4½ 步 · 因果掩码",
     .step4_mask_note = "j > i 时 S'_ij = −∞：e^−∞ = 0，词 i 得不到后面词的任何权重。",
     .step5 = "第 5 步 · 注意力权重 α = softmax_row(S')",

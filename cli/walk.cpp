@@ -53,8 +53,9 @@ WalkOptions parse(std::span<const std::string> args) {
         } else if (option_value(args, i, "--backend", v)) {
             o.attention.backend = parse_backend(v, "walk");
             if (o.attention.backend == Backend::fused)
-                throw UsageError("walk: the fused backend computes the output without ever storing S or α, so it has "
-                                 "no steps 3–5 to show; use --backend naive, simd or parallel");
+                throw UsageError(
+                    "walk: the fused backend computes the output without ever storing S or α, so it has "
+                    "no steps 3–5 to show; use --backend naive, simd or parallel");
         } else if (option_value(args, i, "--precision", v)) {
             o.precision = parse_precision(v, "walk");
         } else if (option_value(args, i, "--color", v)) {
@@ -104,7 +105,9 @@ std::string term(float v, int precision) {
 class Walk {
 public:
     Walk(const WalkOptions& o, bool color)
-        : o_(o), t_(text(o.lang)), color_(color),
+        : o_(o),
+          t_(text(o.lang)),
+          color_(color),
           tokens_(o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en()) {
         tr_ = worked_example::trace(o.attention);
     }
@@ -163,7 +166,8 @@ private:
         // the symbol, then the divisor worked out (appended, not "+": GCC 12 warns falsely on " " + string)
         const std::string symbol = std::string(" ").append(scale_symbol(o_.attention.scale));
         switch (o_.attention.scale) {
-            case Scale::sqrt_dk: return symbol + " = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
+            case Scale::sqrt_dk:
+                return symbol + " = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
             case Scale::dk: return symbol + " = S ÷ " + std::to_string(d_k);
             case Scale::none: return symbol;
         }
@@ -182,10 +186,14 @@ private:
     void shapes() {
         const std::size_t dm = tr_.X.cols(), dk = tr_.Q.cols(), dv = tr_.V.cols();
         const std::vector<std::array<std::string, 3>> rows = {
-            {"X", "n×d_model", shape_string(n(), dm)},     {"W_Q, W_K", "d_model×d_k", shape_string(dm, dk)},
-            {"W_V", "d_model×d_v", shape_string(dm, dv)},  {"Q, K", "n×d_k", shape_string(n(), dk)},
-            {"V", "n×d_v", shape_string(n(), dv)},         {"S = Q·Kᵀ", "n×n", shape_string(n(), n())},
-            {"α = softmax(S')", "n×n", shape_string(n(), n())}, {"O = α·V", "n×d_v", shape_string(n(), dv)},
+            {"X", "n×d_model", shape_string(n(), dm)},
+            {"W_Q, W_K", "d_model×d_k", shape_string(dm, dk)},
+            {"W_V", "d_model×d_v", shape_string(dm, dv)},
+            {"Q, K", "n×d_k", shape_string(n(), dk)},
+            {"V", "n×d_v", shape_string(n(), dv)},
+            {"S = Q·Kᵀ", "n×n", shape_string(n(), n())},
+            {"α = softmax(S')", "n×n", shape_string(n(), n())},
+            {"O = α·V", "n×d_v", shape_string(n(), dv)},
         };
         out_ << "\n" << t_.shapes_title << "\n";
         for (const auto& r : rows) out_ << "  " << pad_right(r[0], 17) << pad_right(r[1], 13) << r[2] << "\n";
@@ -210,8 +218,8 @@ private:
         }();
         for (const auto& [name, m] : {std::pair{"Q", &tr_.Q}, {"K", &tr_.K}, {"V", &tr_.V}})
             out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
-        out_ << "\n  " << t_.expanded << ": Q" << sub(1) << sub(1) << " = x" << sub(1) << "·W_Q[:, 1] = "
-             << products(tr_.X.row(0), column) << " = " << num(tr_.Q(0, 0)) << "\n";
+        out_ << "\n  " << t_.expanded << ": Q" << sub(1) << sub(1) << " = x" << sub(1)
+             << "·W_Q[:, 1] = " << products(tr_.X.row(0), column) << " = " << num(tr_.Q(0, 0)) << "\n";
     }
 
     void step3() {
@@ -242,9 +250,9 @@ private:
         for (std::size_t j = 0; j < s.size(); ++j) sum += e(0, j) = std::exp(s[j] - m);
         out_ << "\n  " << t_.expanded << ": α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
              << "    " << t_.row_max << ": m = " << num(m) << "\n"
-             << "    " << t_.exponentials << " =" << plain(e, " ")
-             << "    " << t_.row_sum << " = " << num(sum) << ";  α" << sub(r + 1) << " = e^(S' − m) / " << num(sum)
-             << " =" << plain(as_row(tr_.weights.row(r)), " ");
+             << "    " << t_.exponentials << " =" << plain(e, " ") << "    " << t_.row_sum << " = " << num(sum)
+             << ";  α" << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " ="
+             << plain(as_row(tr_.weights.row(r)), " ");
         out_ << "\n  " << t_.row_sums << ":";
         for (std::size_t i = 0; i < n(); ++i) {
             float row_sum = 0.0f;
@@ -278,7 +286,8 @@ private:
         heading(t_.step6 + (" (" + shape_string(tr_.output) + ")"), t_.step6_note);
         out_ << labelled(tr_.output);
         out_ << "\n  " << t_.expanded << ": o" << sub(1) << " =";
-        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " +" : "") << " " << num(tr_.weights(0, j)) << "·v" << sub(j + 1);
+        for (std::size_t j = 0; j < n(); ++j)
+            out_ << (j ? " +" : "") << " " << num(tr_.weights(0, j)) << "·v" << sub(j + 1);
         out_ << "\n";
     }
 
@@ -289,8 +298,9 @@ private:
             const std::size_t best = experiments::row_argmax(r);
             out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(tr_.S(i, i));
             if (best == i) out_ << "  " << t_.diagonal_yes << "\n";
-            else out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1)
-                      << " = " << num(tr_.S(i, best)) << ")\n";
+            else
+                out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1) << " = "
+                     << num(tr_.S(i, best)) << ")\n";
         }
     }
 
@@ -303,14 +313,15 @@ private:
         p.precision = o_.precision;
         const std::string o1 = std::string("o") + sub(1), v1 = std::string("v") + sub(1);
         p.row_labels = {o1, v1, o1 + " − " + v1};
-        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1) << "‖ = " << num(static_cast<float>(table.distance))
-             << " (" << t_.norm << ")\n";
+        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1)
+             << "‖ = " << num(static_cast<float>(table.distance)) << " (" << t_.norm << ")\n";
     }
 
     void summary() {
-        out_ << "\n" << t_.summary << "\n  X (" << shape_string(tr_.X) << ") → Q (" << shape_string(tr_.Q) << "), K ("
-             << shape_string(tr_.K) << "), V (" << shape_string(tr_.V) << ") → S (" << shape_string(tr_.S)
-             << ") → S' (" << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.weights) << ") → O ("
+        out_ << "\n"
+             << t_.summary << "\n  X (" << shape_string(tr_.X) << ") → Q (" << shape_string(tr_.Q) << "), K ("
+             << shape_string(tr_.K) << "), V (" << shape_string(tr_.V) << ") → S (" << shape_string(tr_.S) << ") → S' ("
+             << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.weights) << ") → O ("
              << shape_string(tr_.output) << ")\n";
     }
 };

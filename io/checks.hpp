@@ -11,7 +11,9 @@
 
 namespace attn::io_checks {
 
-[[noreturn]] inline void fail(const std::string& name, const std::string& what) { throw InputError(name + ": " + what); }
+[[noreturn]] inline void fail(const std::string& name, const std::string& what) {
+    throw InputError(name + ": " + what);
+}
 
 // rows × cols floats, refused when the count overflows or would need more than the limit.
 inline void check_size(const std::string& name, std::uint64_t rows, std::uint64_t cols, const ReadOptions& options) {

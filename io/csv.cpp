@@ -79,8 +79,8 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
             first_data_line = line_number;
             check_size(name, 1, cols, options);
         } else if (fields.size() != cols) {
-            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) + " values, line " +
-                           std::to_string(first_data_line) + " has " + std::to_string(cols));
+            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) +
+                           " values, line " + std::to_string(first_data_line) + " has " + std::to_string(cols));
         }
         check_size(name, rows + 1, cols, options);
         for (std::size_t j = 0; j < fields.size(); ++j) {
@@ -91,14 +91,15 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
                 fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " ('" + shown +
                                "') is outside the range of float32 (largest ±3.4e38)");
             if (kind == Field::not_a_number) {
-                const bool looks_like_header = line_number == 1 && std::none_of(fields.begin(), fields.end(), [](auto f) {
-                    float ignored;
-                    return parse_number(f, ignored) != Field::not_a_number;
-                });
+                const bool looks_like_header =
+                    line_number == 1 && std::none_of(fields.begin(), fields.end(), [](auto f) {
+                        float ignored;
+                        return parse_number(f, ignored) != Field::not_a_number;
+                    });
                 if (looks_like_header)
                     fail(name, "line 1 is not numeric ('" + shown + "'); if it is a header, pass --csv-header");
-                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " is not a number: '" +
-                               shown + "'");
+                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) +
+                               " is not a number: '" + shown + "'");
             }
             check_finite(name, v, rows, j);
             values.push_back(v);

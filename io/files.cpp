@@ -174,7 +174,8 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
     std::vector<std::unique_ptr<PendingFile>> set_aside(files.size());
     const auto undo = [&](std::size_t placed) {
         for (std::size_t k = placed; k-- > 0;) {
-            if (set_aside[k] && ::rename(set_aside[k]->path().c_str(), files[k].first.c_str()) == 0) set_aside[k]->keep();
+            if (set_aside[k] && ::rename(set_aside[k]->path().c_str(), files[k].first.c_str()) == 0)
+                set_aside[k]->keep();
             else if (!set_aside[k]) ::unlink(files[k].first.c_str());  // it did not exist before
         }
     };

@@ -23,7 +23,7 @@ struct InputError : std::runtime_error {
 
 struct ReadOptions {
     std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
-    bool csv_header = false;                            // a CSV's first line is a header to skip
+    bool csv_header = false;                           // a CSV's first line is a header to skip
 };
 
 // By extension: .npy (NumPy format 1.0 or 2.0, dtype <f4 or <f8, 2-D, C order) or .csv (one row per

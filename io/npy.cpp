@@ -69,7 +69,8 @@ public:
         NpyHeader h;
         if (descr == "<f4") h.item_bytes = 4;
         else if (descr == "<f8") h.item_bytes = 8;
-        else if (descr == ">f4" || descr == ">f8") fail(name_, "big-endian data ('" + descr + "') is not supported; use '<f4' or '<f8'");
+        else if (descr == ">f4" || descr == ">f8")
+            fail(name_, "big-endian data ('" + descr + "') is not supported; use '<f4' or '<f8'");
         else fail(name_, "dtype '" + descr + "' is not supported; use float32 ('<f4') or float64 ('<f8')");
         if (fortran) fail(name_, "Fortran (column-major) order is not supported; save a C-ordered array");
         if (shape.size() != 2)
@@ -98,7 +99,8 @@ private:
     }
     std::string string_literal() {
         skip_space();
-        if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) bad("expected a quoted string at byte " + std::to_string(pos_));
+        if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"'))
+            bad("expected a quoted string at byte " + std::to_string(pos_));
         const char quote = s_[pos_++];
         const std::size_t end = s_.find(quote, pos_);
         if (end == std::string_view::npos) bad("unterminated string");
@@ -108,7 +110,8 @@ private:
     }
     bool boolean() {
         skip_space();
-        for (const auto& [word, value] : {std::pair{std::string_view("True"), true}, {std::string_view("False"), false}}) {
+        for (const auto& [word, value] :
+             {std::pair{std::string_view("True"), true}, {std::string_view("False"), false}}) {
             if (s_.substr(pos_, word.size()) == word) {
                 pos_ += word.size();
                 return value;
@@ -147,7 +150,8 @@ NpyHeader parse_header(std::string_view bytes, const std::string& name) {
     const std::size_t length_bytes = major == 1 ? 2 : 4;
     if (bytes.size() < 8 + length_bytes) fail(name, "file ends inside the header length");
     std::uint64_t header_len = 0;
-    for (std::size_t k = 0; k < length_bytes; ++k) header_len |= std::uint64_t(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+    for (std::size_t k = 0; k < length_bytes; ++k)
+        header_len |= std::uint64_t(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
     if (header_len > max_header_bytes)
         fail(name, "header of " + std::to_string(header_len) + " bytes is larger than the " +
                        std::to_string(max_header_bytes) + " allowed");
@@ -169,7 +173,8 @@ void convert(const NpyHeader& h, const char* data, std::size_t first, std::size_
             double d;
             std::memcpy(&d, data + 8 * k, 8);
             v = static_cast<float>(d);
-            if (std::isfinite(d) && !std::isfinite(v)) fail(name, "value " + std::to_string(d) + " does not fit in float32");
+            if (std::isfinite(d) && !std::isfinite(v))
+                fail(name, "value " + std::to_string(d) + " does not fit in float32");
         }
         const std::size_t index = first + k;
         check_finite(name, v, index / m.cols(), index % m.cols());
@@ -178,8 +183,9 @@ void convert(const NpyHeader& h, const char* data, std::size_t first, std::size_
 }
 
 std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
-    return "the data is " + std::string(found < expected ? "shorter" : "longer") + " than the header says: " +
-           std::to_string(expected) + " bytes expected, " + std::to_string(found) + " found";
+    return "the data is " + std::string(found < expected ? "shorter" : "longer") +
+           " than the header says: " + std::to_string(expected) + " bytes expected, " + std::to_string(found) +
+           " found";
 }
 
 }  // namespace
@@ -194,7 +200,8 @@ Matrix io_checks::read_npy_file(const std::string& path, const ReadOptions& opti
     const NpyHeader h = parse_header(prefix, path);
     check_size(path, h.rows, h.cols, options);
     const std::uint64_t expected = checked_product(h.rows * h.cols, h.item_bytes, path);  // rows·cols checked above
-    if (size < h.data_offset || size - h.data_offset != expected) fail(path, data_length_error(expected, size - h.data_offset));
+    if (size < h.data_offset || size - h.data_offset != expected)
+        fail(path, data_length_error(expected, size - h.data_offset));
     Matrix m(h.rows, h.cols);
     in.seekg(static_cast<std::streamoff>(h.data_offset));
     std::vector<char> chunk(std::size_t{1} << 20);  // converted a MiB at a time, never the whole file twice

@@ -30,9 +30,8 @@ Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
     data_.reserve(rows_ * cols_);
     for (const auto& r : rows) {
         if (r.size() != cols_) {
-            throw std::invalid_argument("Matrix: row " + std::to_string(data_.size() / cols_ + 1) +
-                                        " has " + std::to_string(r.size()) + " values, row 1 has " +
-                                        std::to_string(cols_));
+            throw std::invalid_argument("Matrix: row " + std::to_string(data_.size() / cols_ + 1) + " has " +
+                                        std::to_string(r.size()) + " values, row 1 has " + std::to_string(cols_));
         }
         data_.insert(data_.end(), r.begin(), r.end());
     }

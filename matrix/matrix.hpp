@@ -22,13 +22,15 @@ namespace attn {
 template <class T, std::size_t Alignment>
 struct AlignedAllocator {
     using value_type = T;
-    template <class U> struct rebind { using other = AlignedAllocator<U, Alignment>; };
+    template <class U>
+    struct rebind {
+        using other = AlignedAllocator<U, Alignment>;
+    };
     AlignedAllocator() = default;
-    template <class U> AlignedAllocator(const AlignedAllocator<U, Alignment>&) noexcept {}
-    T* allocate(std::size_t n) {
-        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{Alignment}));
-    }
-    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{Alignment}); }
+    template <class U>
+    AlignedAllocator(const AlignedAllocator<U, Alignment>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{Alignment})); }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{Alignment}); }
     friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
 };
 

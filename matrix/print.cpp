@@ -31,9 +31,7 @@ bool is_wide(char32_t c) {
            (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x20000 && c <= 0x3FFFD);
 }
 
-bool is_zero_width(char32_t c) {
-    return (c >= 0x0300 && c <= 0x036F) || c == 0x200B || (c >= 0xFE00 && c <= 0xFE0F);
-}
+bool is_zero_width(char32_t c) { return (c >= 0x0300 && c <= 0x036F) || c == 0x200B || (c >= 0xFE00 && c <= 0xFE0F); }
 
 }  // namespace
 
@@ -96,7 +94,8 @@ std::string format_matrix(const Matrix& m, const PrintOptions& options) {
     }
     for (std::size_t i = 0; i < m.rows(); ++i) {
         out += options.indent;
-        if (label_width) out += pad_right(i < options.row_labels.size() ? options.row_labels[i] : "", label_width) + label_gap;
+        if (label_width)
+            out += pad_right(i < options.row_labels.size() ? options.row_labels[i] : "", label_width) + label_gap;
         out += "[";
         for (std::size_t j = 0; j < m.cols(); ++j) {
             out += ' ';

@@ -10,9 +10,9 @@
 namespace attn {
 
 struct PrintOptions {
-    int precision = 4;                     // digits after the decimal point
-    std::vector<std::string> row_labels;   // empty, or one per row (may be CJK: widths are counted)
-    std::vector<std::string> col_labels;   // empty, or one per column
+    int precision = 4;                    // digits after the decimal point
+    std::vector<std::string> row_labels;  // empty, or one per row (may be CJK: widths are counted)
+    std::vector<std::string> col_labels;  // empty, or one per column
     std::string indent = "  ";
 };
 

@@ -16,15 +16,14 @@ void check_matmul_shapes(const char* op, const Matrix& A, const Matrix& B) {
 void check_matmul_transposed_shapes(const char* op, const Matrix& A, const Matrix& B) {
     if (A.cols() != B.cols()) {
         throw std::invalid_argument(std::string(op) + ": (" + shape_string(A) + ")·(" + shape_string(B) +
-                                    ")ᵀ: rows of both must have the same length, got " +
-                                    std::to_string(A.cols()) + " and " + std::to_string(B.cols()));
+                                    ")ᵀ: rows of both must have the same length, got " + std::to_string(A.cols()) +
+                                    " and " + std::to_string(B.cols()));
     }
 }
 
 void check_square(const char* op, const Matrix& S) {
     if (S.rows() != S.cols()) {
-        throw std::invalid_argument(std::string(op) + ": (" + shape_string(S) +
-                                    "): needs a square n×n score matrix");
+        throw std::invalid_argument(std::string(op) + ": (" + shape_string(S) + "): needs a square n×n score matrix");
     }
 }
 

@@ -41,8 +41,8 @@ namespace {
 
 // Each block packs every K/V tile it visits, so the packing cost is divided by BR. Measured at
 // n = 4096 (BM_core_long, 2 threads): BR = 48 gave 225 GFLOP/s, BR = 192 gives ~275.
-constexpr std::size_t BR = 32 * MR; // query rows per block (192 with MR = 6)
-constexpr std::size_t BC = 256;     // keys per tile: the BR×BC score block is 192 KiB, in L2
+constexpr std::size_t BR = 32 * MR;  // query rows per block (192 with MR = 6)
+constexpr std::size_t BC = 256;      // keys per tile: the BR×BC score block is 192 KiB, in L2
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
@@ -51,7 +51,9 @@ using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
 struct Scratch {
     Buffer scores, k_panel, v_panel, row_max, row_sum;
     void fit(std::size_t d_k) {
-        const auto grow = [](Buffer& b, std::size_t n) { if (b.size() < n) b.resize(n); };
+        const auto grow = [](Buffer& b, std::size_t n) {
+            if (b.size() < n) b.resize(n);
+        };
         grow(scores, BR * BC);
         grow(k_panel, d_k * NR);
         grow(v_panel, BC * NR);
@@ -105,7 +107,8 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
 }
 
 // [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
-void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
+void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
+                       Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
@@ -137,13 +140,13 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
 }  // namespace
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k) {
-    const std::uint64_t floats = checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR,
-                                             "fused scratch");
+    const std::uint64_t floats =
+        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                     Threads threads) {
+                          Threads threads) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     if (K.rows() != V.rows()) {
         throw std::invalid_argument("fused_attention: K (" + shape_string(K) + ") and V (" + shape_string(V) +
@@ -155,7 +158,8 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     // dynamic: causal blocks near the bottom have more tiles; any thread may take any block, and the
     // result does not depend on which one does.
     [[maybe_unused]] const bool team =
-        use_team(threads, 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols()), static_cast<std::uint64_t>(blocks));
+        use_team(threads, 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols()),
+                 static_cast<std::uint64_t>(blocks));
 #pragma omp parallel if (team)
     {
         thread_local Scratch scratch;

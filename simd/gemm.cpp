@@ -36,7 +36,7 @@ namespace attn::simd {
 namespace {
 
 constexpr std::size_t KC = 256;   // depth of a packed panel: KC×NR floats, 16 or 32 KiB, fits L1
-constexpr std::size_t MC = 72;   // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
+constexpr std::size_t MC = 72;    // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
 constexpr std::size_t NC = 2048;  // columns packed at once: KC×NC floats = 2 MiB, fits L3
 
 // The packing buffer is allocated once per calling thread and reused by later calls: fresh memory

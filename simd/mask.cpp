@@ -12,7 +12,8 @@ namespace attn::simd {
 void causal_mask_in_place(Matrix& S, Threads threads) {
     check_square("causal_mask", S);
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
-    [[maybe_unused]] const bool team = use_team(threads, double(S.rows()) * double(S.cols()), S.rows());  // one store each
+    [[maybe_unused]] const bool team =
+        use_team(threads, double(S.rows()) * double(S.cols()), S.rows());  // one store each
 #pragma omp parallel for schedule(static) if (team)
     for (std::ptrdiff_t i = 0; i < rows; ++i) {
         const auto row = S.row(static_cast<std::size_t>(i));

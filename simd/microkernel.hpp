@@ -18,8 +18,8 @@
 
 namespace attn::simd {
 
-inline constexpr std::size_t MR = 6;           // rows of the register tile
-inline constexpr std::size_t NR = 2 * W;       // columns of the register tile: two batches
+inline constexpr std::size_t MR = 6;      // rows of the register tile
+inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches
 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to

@@ -31,7 +31,7 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
 // O = softmax(c·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                     Threads threads);
+                          Threads threads);
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep one packing buffer per calling thread for depth k and width n;
@@ -46,10 +46,10 @@ void causal_mask_in_place(Matrix& S, Threads threads);
 void softmax_rows_in_place(Matrix& S, Threads threads);
 
 // Building blocks, exposed for tests and benchmarks. All take any length (vector body + tail).
-float dot(const float* a, const float* b, std::size_t n);           // Σ a_k·b_k
-void axpy(float factor, const float* x, float* y, std::size_t n);    // y ← y + factor·x
-float exp_and_sum(std::span<float> x, float shift);                 // x_k ← e^(x_k − shift); returns Σ x_k
-float row_max(std::span<const float> x);                            // max_k x_k (−∞ for an empty row)
+float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k
+void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + factor·x
+float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
+float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
 
 // What this build runs on (simd/build_info.cpp): xsimd's instruction set ("fma3+avx2"), floats per
 // batch, whether OpenMP was compiled in, and the threads a team gets (1 without OpenMP).

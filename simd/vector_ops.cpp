@@ -38,7 +38,8 @@ float dot(const float* a, const float* b, std::size_t n) {
 void axpy(float factor, const float* x, float* y, std::size_t n) {
     const Batch a(factor);
     std::size_t k = 0;
-    for (; k + W <= n; k += W) xsimd::fma(a, Batch::load_unaligned(x + k), Batch::load_unaligned(y + k)).store_unaligned(y + k);
+    for (; k + W <= n; k += W)
+        xsimd::fma(a, Batch::load_unaligned(x + k), Batch::load_unaligned(y + k)).store_unaligned(y + k);
     for (; k < n; ++k) y[k] = std::fma(factor, x[k], y[k]);
 }
 

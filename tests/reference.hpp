@@ -34,7 +34,8 @@ struct Result {
 
 // Row i of the weights and of the output, for a query q against the first `visible` keys (all of
 // them, or i + 1 under a causal mask); divisor: √d_k, d_k or 1. Masked weights are 0.
-inline Result attention_row(const std::vector<double>& q, const Mat& K, const Mat& V, double divisor, std::size_t visible) {
+inline Result attention_row(const std::vector<double>& q, const Mat& K, const Mat& V, double divisor,
+                            std::size_t visible) {
     const std::size_t dv = V.empty() ? 0 : V[0].size();
     std::vector<double> w(K.size(), 0.0);
     double top = -std::numeric_limits<double>::infinity();

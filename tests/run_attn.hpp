@@ -1,6 +1,8 @@
 // tests/run_attn.hpp — run the `attn` program (path in $ATTN_EXE, set by Meson) and capture its output.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -8,8 +10,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 struct RunResult {
     int status = -1;  // exit code

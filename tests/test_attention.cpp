@@ -7,8 +7,8 @@
 
 #include "attention/attention.hpp"
 #include "attention/worked_example.hpp"
-#include "matrix/ops.hpp"
 #include "check_close.hpp"
+#include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"
 
@@ -21,7 +21,6 @@ using attn::Scale;
 namespace {
 
 attn::SingleHeadAttention example_layer() { return attn::worked_example::layer(); }
-
 
 double divisor(Scale s, std::size_t d_k) {
     return s == Scale::sqrt_dk ? std::sqrt(double(d_k)) : s == Scale::dk ? double(d_k) : 1.0;
@@ -86,8 +85,8 @@ TEST_CASE("scale factors are 1/√d_k, 1/d_k and 1", "[attention]") {
 
 TEST_CASE("random shapes with d_v ≠ d_k and m ≠ n agree with the double reference", "[attention][reference]") {
     std::mt19937 rng(7);
-    for (const auto [n, m, dk, dv] : {std::array<std::size_t, 4>{1, 1, 1, 1}, {5, 9, 3, 7}, {17, 4, 16, 2},
-                                      {33, 33, 64, 5}}) {
+    for (const auto [n, m, dk, dv] :
+         {std::array<std::size_t, 4>{1, 1, 1, 1}, {5, 9, 3, 7}, {17, 4, 16, 2}, {33, 33, 64, 5}}) {
         const Matrix Q = random_matrix(n, dk, rng), K = random_matrix(m, dk, rng), V = random_matrix(m, dv, rng);
         const bool causal = n == m;
         INFO("n=" << n << " m=" << m << " d_k=" << dk << " d_v=" << dv);
@@ -102,7 +101,8 @@ TEST_CASE("random shapes with d_v ≠ d_k and m ≠ n agree with the double refe
 
 TEST_CASE("every row of α sums to 1 and the causal upper triangle is exactly 0", "[attention][property]") {
     std::mt19937 rng(11);
-    const Matrix Q = random_matrix(40, 8, rng, -3, 3), K = random_matrix(40, 8, rng, -3, 3), V = random_matrix(40, 8, rng);
+    const Matrix Q = random_matrix(40, 8, rng, -3, 3), K = random_matrix(40, 8, rng, -3, 3),
+                 V = random_matrix(40, 8, rng);
     const bool causal = GENERATE(false, true);
     const auto r = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal});
     for (std::size_t i = 0; i < 40; ++i) {
@@ -165,7 +165,8 @@ TEST_CASE("zero query rows give zero output rows; one token attends fully to its
     const auto none = attn::scaled_dot_product_attention(Matrix(0, 4), Matrix(5, 4), Matrix(5, 2));
     CHECK(none.output.rows() == 0);
     CHECK(none.output.cols() == 2);
-    const auto one = attn::scaled_dot_product_attention(Matrix{{0.3f, -2.0f}}, Matrix{{1.0f, 1.0f}}, Matrix{{4.0f, 5.0f, 6.0f}});
+    const auto one =
+        attn::scaled_dot_product_attention(Matrix{{0.3f, -2.0f}}, Matrix{{1.0f, 1.0f}}, Matrix{{4.0f, 5.0f, 6.0f}});
     CHECK(one.weights == Matrix{{1.0f}});
     CHECK(one.output == Matrix{{4.0f, 5.0f, 6.0f}});
 }

@@ -29,7 +29,8 @@ void check_refused(const RunResult& r, const std::string& message) {
 
 }  // namespace
 
-TEST_CASE("attn run: crafted zero-width files claiming 2³² or 2⁶³+1 rows are refused, nothing written", "[cli][limits]") {
+TEST_CASE("attn run: crafted zero-width files claiming 2³² or 2⁶³+1 rows are refused, nothing written",
+          "[cli][limits]") {
     const TempDir dir;
     const std::string q32 = dir.file("q32.npy", Matrix(std::size_t{1} << 32, 0));
     const std::string q63 = dir.file("q63.npy", Matrix((std::size_t{1} << 63) + 1, 0));
@@ -51,7 +52,8 @@ TEST_CASE("attn run: --max-memory covers S, scratch and printing, and cannot wra
     const std::string big = dir.file("q.npy", Matrix(65536, 16));  // 4 MiB each; S would be 16 GiB
     const std::string inputs = "run --q " + big + " --k " + big + " --v " + big;
     check_refused(run_attn(inputs), "steps 3–6 on the parallel backend (S/α of 65536×65536");
-    check_refused(run_attn(inputs), "needs 16 GiB on top of 12 MiB already taken, more than the --max-memory limit of 8 GiB");
+    check_refused(run_attn(inputs),
+                  "needs 16 GiB on top of 12 MiB already taken, more than the --max-memory limit of 8 GiB");
     // fused never stores S: where S (12000² floats, 549 MiB) does not fit, fused does
     const std::string narrow = dir.file("n.npy", Matrix(12000, 1, 0.5f));
     const std::string core = "run --q " + narrow + " --k " + narrow + " --v " + narrow + " --max-memory 256M";
@@ -64,13 +66,16 @@ TEST_CASE("attn run: --max-memory covers S, scratch and printing, and cannot wra
     check_refused(run_attn(inputs + " --max-memory 20"), "more than the --max-memory limit of 20 bytes");
 }
 
-TEST_CASE("attn run: values beyond float32 in CSV are refused; scores that would overflow name the step", "[cli][limits]") {
+TEST_CASE("attn run: values beyond float32 in CSV are refused; scores that would overflow name the step",
+          "[cli][limits]") {
     const TempDir dir;
     const std::string r = dir.text("r.csv", "7,1e39,1e-50,3\n");
-    check_refused(run_attn("run --q " + r + " --k " + r + " --v " + r), "r.csv: line 1, value 2 ('1e39') is outside the range of float32");
+    check_refused(run_attn("run --q " + r + " --k " + r + " --v " + r),
+                  "r.csv: line 1, value 2 ('1e39') is outside the range of float32");
     const std::string q = dir.text("q.csv", "3e38,-3e38\n3e38,3e38\n"), k = dir.text("k.csv", "1,-1\n1,1\n");
     for (const std::string backend : {"naive", "simd", "parallel", "fused"})
-        check_refused(run_attn("run --backend " + backend + " --q " + q + " --k " + k + " --v " + k), "step 3 (S = Q·Kᵀ) could leave the float32 range");
+        check_refused(run_attn("run --backend " + backend + " --q " + q + " --k " + k + " --v " + k),
+                      "step 3 (S = Q·Kᵀ) could leave the float32 range");
     const std::string v = dir.text("v.csv", "3e38,1\n3e38,2\n");
     for (const std::string backend : {"naive", "simd", "parallel", "fused"})
         check_refused(run_attn("run --backend " + backend + " --q " + k + " --k " + k + " --v " + v), "step 6");
@@ -84,8 +89,9 @@ TEST_CASE("attn run: a failed write of the output exits 2 instead of 0", "[cli][
     const RunResult full = run_attn(args + " >/dev/full");
     check_refused(full, "could not write the output (standard output: No space left on device)");
     // The reader goes away and SIGPIPE is ignored: the write fails with EPIPE, which must show.
-    const std::string script = dir.text("closed_pipe.sh", "trap '' PIPE; " + attn_command() + " " + args +
-                                                              " 2>/dev/null | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}\n");
+    const std::string script =
+        dir.text("closed_pipe.sh", "trap '' PIPE; " + attn_command() + " " + args +
+                                       " 2>/dev/null | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}\n");
     FILE* p = popen(("bash " + script).c_str(), "r");
     REQUIRE(p);
     char status[16] = {};
@@ -99,10 +105,12 @@ TEST_CASE("attn run --out: the directory is made only when there is something to
     const std::string q = dir.file("q.npy", Matrix(2, 2, 1.0f)), bad = dir.text("bad.csv", "1,x\n");
     check_refused(run_attn("run --q " + q + " --k " + q + " --v " + bad + " --out " + dir.at("new")), "bad.csv");
     CHECK(!std::filesystem::exists(dir.at("new")));
-    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("no/such/dir")), "is not an existing directory");
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("no/such/dir")),
+                  "is not an existing directory");
     std::filesystem::create_directory(dir.at("new/attn.npy").substr(0, dir.at("new").size()));
     std::filesystem::create_directory(dir.at("new/attn.npy"));  // a directory where α would go
-    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("new")), "a directory of that name is in the way");
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("new")),
+                  "a directory of that name is in the way");
     CHECK(!std::filesystem::exists(dir.at("new/output.npy")));  // output.npy was not left behind either
     REQUIRE(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + dir.at("made")).status == 0);
     CHECK(std::filesystem::exists(dir.at("made/output.npy")));
@@ -115,7 +123,8 @@ TEST_CASE("attn run: a directory or FIFO as input, and a repeated option, get cl
     check_refused(run_attn("run --q " + dir.at("d.npy") + " --k " + q + " --v " + q), "d.npy: is a directory");
     REQUIRE(::mkfifo(dir.at("f.npy").c_str(), 0600) == 0);
     check_refused(run_attn("run --q " + dir.at("f.npy") + " --k " + q + " --v " + q), "f.npy: is not a regular file");
-    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --q " + q), "run: --q is given more than once");
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " --q " + q),
+                  "run: --q is given more than once");
     check_refused(run_attn("walk --causal --causal"), "walk: --causal is given more than once");
 }
 

@@ -33,7 +33,8 @@ std::vector<std::string> find_markers(const std::string& text, bool in_backticks
         const std::size_t start = at + open.size(), end = text.find(close, start);
         if (end == std::string::npos) break;
         const std::string name = text.substr(start, end - start);
-        const bool known = std::any_of(std::begin(kinds), std::end(kinds), [&](const char* k) { return name.rfind(k, 0) == 0; });
+        const bool known =
+            std::any_of(std::begin(kinds), std::end(kinds), [&](const char* k) { return name.rfind(k, 0) == 0; });
         if (known && name.find_first_of("[]\n`") == std::string::npos) found.push_back(name);
     }
     return found;
@@ -49,7 +50,8 @@ std::map<std::string, std::vector<std::string>> markers_in_code() {
             for (std::string line; std::getline(lines, line);) {
                 ++number;
                 for (const auto& marker : find_markers(line, false))
-                    found[marker].push_back(entry.path().filename().string() + ":" + std::to_string(number) + ": " + line);
+                    found[marker].push_back(entry.path().filename().string() + ":" + std::to_string(number) + ": " +
+                                            line);
             }
         }
     }
@@ -114,7 +116,7 @@ TEST_CASE("every step line of the chain carries a formula and its shapes", "[doc
         ++steps;
         INFO(places.front());
         CHECK(places.front().find("attention.cpp") == 0);
-        CHECK(places.front().find('=') != std::string::npos);  // a formula
+        CHECK(places.front().find('=') != std::string::npos);    // a formula
         CHECK(places.front().find("(n×") != std::string::npos);  // and the shapes
     }
     CHECK(steps == 10);  // 1, 2.Q, 2.K, 2.V, 3, 4, 4.mask, 5, 6, and 3–6 fused

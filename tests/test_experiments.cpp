@@ -97,11 +97,13 @@ TEST_CASE("attn exercise 1–5 and attn variance run in both languages", "[cli][
     }
     CHECK_THAT(run_attn("exercise 4").out, Contains("every row i attends only to j ≤ i"));
     CHECK_THAT(run_attn("exercise 5").out, Contains("‖o₁ − v₁‖ = 0.9338"));
-    CHECK_THAT(run_attn("exercise 2").out, Contains("坐 sat   S_ii = 1.2631  max = 1.3378 (地毯 mat)  not the diagonal"));
+    CHECK_THAT(run_attn("exercise 2").out,
+               Contains("坐 sat   S_ii = 1.2631  max = 1.3378 (地毯 mat)  not the diagonal"));
 }
 
 TEST_CASE("attn exercise rejects a missing or unknown exercise with exit 2", "[cli][experiments][errors]") {
-    for (const std::string args : {"exercise", "exercise 6", "exercise 1 --bogus", "variance --samples 1", "variance --samples x"}) {
+    for (const std::string args :
+         {"exercise", "exercise 6", "exercise 1 --bogus", "variance --samples 1", "variance --samples x"}) {
         INFO("attn " << args);
         const RunResult r = run_attn(args);
         CHECK(r.status == 2);

@@ -2,17 +2,16 @@
 // scores, any thread count, and a sequence whose score matrix would need 1 GiB.
 #include <catch2/catch.hpp>
 
-
 #include <cmath>
 #include <random>
 
 #include "attention/attention.hpp"
-#include "matrix/ops.hpp"
 #include "check_close.hpp"
-#include "thread_counts.hpp"
+#include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"
 #include "simd/simd.hpp"
+#include "thread_counts.hpp"
 
 using attn::random_matrix;
 
@@ -21,7 +20,6 @@ using attn::Matrix;
 
 namespace {
 
-
 Matrix fused(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
     return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = Backend::fused}).output;
 }
@@ -29,7 +27,6 @@ Matrix fused(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
 Matrix naive(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal) {
     return attn::scaled_dot_product_attention(Q, K, V, {.causal = causal}).output;
 }
-
 
 }  // namespace
 
@@ -58,7 +55,8 @@ TEST_CASE("fused with scores up to ±1e4 stays finite and equals naive to the sc
     std::mt19937 rng(23);
     const bool causal = GENERATE(false, true);
     const std::size_t n = 333, d = 64;
-    const Matrix Q = random_matrix(n, d, rng, -85, 85), K = random_matrix(n, d, rng, -85, 85), V = random_matrix(n, d, rng);
+    const Matrix Q = random_matrix(n, d, rng, -85, 85), K = random_matrix(n, d, rng, -85, 85),
+                 V = random_matrix(n, d, rng);
     // As in test_simd.cpp: a score of size 1e4 is only known to ulp(1e4) ≈ 1e-3 in float, so two
     // correct kernels can differ by a few of those in the weights and outputs.
     const Matrix S = attn::scale(attn::matmul(Q, attn::transpose(K)), 0.125f);
@@ -82,12 +80,15 @@ TEST_CASE("fused returns no α and refuses to trace", "[fused]") {
 
 TEST_CASE("fused shape errors and empty inputs", "[fused][errors]") {
     Matrix O;
-    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 5), Matrix(3, 2), 1.0f, false, O, attn::simd::Threads::one),
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 5), Matrix(3, 2), 1.0f, false, O,
+                                                       attn::simd::Threads::one),
                       Catch::Contains("fused_attention: (3×4)·(3×5)ᵀ"));
-    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 4), Matrix(2, 2), 1.0f, false, O, attn::simd::Threads::one),
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 4), Matrix(2, 2), 1.0f, false, O,
+                                                       attn::simd::Threads::one),
                       Catch::Contains("K (3×4) and V (2×2)"));
     CHECK(fused(Matrix(0, 4), Matrix(5, 4), Matrix(5, 2), false).rows() == 0);
-    CHECK(fused(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false) == naive(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false));
+    CHECK(fused(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false) ==
+          naive(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false));
 }
 
 TEST_CASE("fused results are bit-for-bit identical for 1, 2 and 3 threads", "[fused][parallel]") {

@@ -48,8 +48,12 @@ std::string reader_error(bool csv, const std::string& bytes, const attn::ReadOpt
     }
     return "(no error)";
 }
-std::string error_of(const std::string& bytes, const attn::ReadOptions& options = {}) { return reader_error(false, bytes, options); }
-std::string csv_error_of(const std::string& text, const attn::ReadOptions& options = {}) { return reader_error(true, text, options); }
+std::string error_of(const std::string& bytes, const attn::ReadOptions& options = {}) {
+    return reader_error(false, bytes, options);
+}
+std::string csv_error_of(const std::string& text, const attn::ReadOptions& options = {}) {
+    return reader_error(true, text, options);
+}
 
 }  // namespace
 
@@ -122,15 +126,16 @@ TEST_CASE("bad .npy files are refused with the file and the reason", "[io][npy][
 }
 
 TEST_CASE("shapes that overflow or exceed --max-memory are refused before allocating", "[io][npy][errors]") {
-    CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0)),
-               Contains("too large to count"));
+    CHECK_THAT(
+        error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0)),
+        Contains("too large to count"));
     CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }", 0)),
                Contains("needs 37 GiB, more than the --max-memory limit of 8 GiB"));
     attn::ReadOptions small;
     small.max_bytes = 1000;
     CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (20, 20), }", 1600), small),
                Contains("needs 1 KiB, more than the --max-memory limit of 1000 bytes"));
-    CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n", small) , Contains("(no error)"));
+    CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n", small), Contains("(no error)"));
     small.max_bytes = 16;
     CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n", small), Contains("more than the --max-memory limit"));
 }
@@ -151,7 +156,8 @@ TEST_CASE("CSV files: numbers, spaces, CRLF, header, and what is refused", "[io]
     attn::ReadOptions with_header;
     with_header.csv_header = true;
     CHECK(attn::parse_csv("a,b\n1,2\n", "t.csv", with_header) == Matrix{{1.0f, 2.0f}});
-    CHECK_THAT(csv_error_of("a,b\n1,2\n"), Contains("line 1 is not numeric ('a'); if it is a header, pass --csv-header"));
+    CHECK_THAT(csv_error_of("a,b\n1,2\n"),
+               Contains("line 1 is not numeric ('a'); if it is a header, pass --csv-header"));
     CHECK_THAT(csv_error_of("a,b\n", with_header), Contains("no data rows after the header"));
     CHECK_THAT(csv_error_of(""), Contains("t.csv: empty file"));
     CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n7,8\n"), Contains("line 3 has 2 values, line 1 has 3"));

@@ -18,8 +18,8 @@
 #include "attention/attention.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
-#include "matrix/size.hpp"
 #include "matrix/random.hpp"
+#include "matrix/size.hpp"
 #include "temp_dir.hpp"
 
 using attn::random_matrix;
@@ -74,7 +74,8 @@ TEST_CASE("size products are checked: a shape whose float count overflows is ref
     CHECK(m(1, 1) == 1.0f);
 }
 
-TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows are refused by every backend", "[limits][sizes]") {
+TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows are refused by every backend",
+          "[limits][sizes]") {
     const Matrix Q = attn::parse_npy(zero_width_npy(std::size_t{1} << 32), "q.npy");  // 128 bytes, no data
     REQUIRE(Q.rows() == std::size_t{1} << 32);
     for (Backend b : all_backends) {
@@ -88,7 +89,8 @@ TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows
     }
     const Matrix huge = attn::parse_npy(zero_width_npy((std::size_t{1} << 63) + 1), "q.npy");
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(huge, Matrix(2, 0), Matrix(2, 0)), Contains("d_k = 0"));
-    CHECK_THROWS_AS(attn::attention_bytes(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel), std::length_error);
+    CHECK_THROWS_AS(attn::attention_bytes(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel),
+                    std::length_error);
 }
 
 TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones round to 0", "[limits][csv]") {
@@ -114,7 +116,8 @@ TEST_CASE("d_k = 0 is refused at the API, by every backend, with the shapes name
     CHECK(attn::scaled_dot_product_attention(Matrix(3, 2, 1.0f), Matrix(3, 2, 1.0f), Matrix(3, 0)).output.cols() == 0);
 }
 
-TEST_CASE("values that would leave float32 range are refused alike by every backend, naming the step", "[limits][overflow]") {
+TEST_CASE("values that would leave float32 range are refused alike by every backend, naming the step",
+          "[limits][overflow]") {
     const Matrix one{{1, -1}, {1, 1}};
     const Matrix big_q{{3e38f, -3e38f}, {3e38f, 3e38f}};
     Matrix big_identity(3, 3);
@@ -124,7 +127,8 @@ TEST_CASE("values that would leave float32 range are refused alike by every back
         INFO(attn::to_string(b));
         const attn::AttentionOptions o{.backend = b};
         CHECK_THROWS_WITH(attn::scaled_dot_product_attention(big_q, one, one, o), Contains("step 3 (S = Q·Kᵀ)"));
-        CHECK_THROWS_AS(attn::scaled_dot_product_attention(big_identity, big_identity, Matrix(3, 1, 1.0f), o), std::overflow_error);
+        CHECK_THROWS_AS(attn::scaled_dot_product_attention(big_identity, big_identity, Matrix(3, 1, 1.0f), o),
+                        std::overflow_error);
         CHECK_THROWS_WITH(attn::scaled_dot_product_attention(one, one, big_v, o), Contains("step 6 (O = α·V"));
         const Matrix nan{{NAN, 1.0f}};
         CHECK_THROWS_WITH(attn::scaled_dot_product_attention(nan, one, one, o), Contains("Q (1×2) holds NaN or ±inf"));
@@ -136,21 +140,24 @@ TEST_CASE("values that would leave float32 range are refused alike by every back
     const Matrix want = attn::scaled_dot_product_attention(q, k, v).output;
     CHECK(std::isfinite(want(0, 0)));
     for (Backend b : all_backends)
-        CHECK(attn::scaled_dot_product_attention(q, k, v, {.backend = b}).output(0, 0) == Approx(want(0, 0)).epsilon(1e-6));
+        CHECK(attn::scaled_dot_product_attention(q, k, v, {.backend = b}).output(0, 0) ==
+              Approx(want(0, 0)).epsilon(1e-6));
 }
 
-TEST_CASE("the memory a call needs is known before it allocates, and a budget refuses with the sizes", "[limits][memory]") {
+TEST_CASE("the memory a call needs is known before it allocates, and a budget refuses with the sizes",
+          "[limits][memory]") {
     // Q, K, V of 65536×16 (12 MiB of input) need a 16 GiB S on the materialised backends.
     const std::uint64_t S = std::uint64_t{65536} * 65536 * 4;
-    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel}) CHECK(attn::attention_bytes(65536, 65536, 16, 16, b) >= S);
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
+        CHECK(attn::attention_bytes(65536, 65536, 16, 16, b) >= S);
     CHECK(attn::attention_bytes(65536, 65536, 16, 16, Backend::fused) < (std::uint64_t{64} << 20));
     // The fused scratch no longer grows with d_v (a 1×2,621,440 V needed 5.2 GB of it).
-    CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) == attn::attention_bytes(1, 1, 4, 16, Backend::fused) +
-                                                                          4 * (2621440 - 16));
+    CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) ==
+          attn::attention_bytes(1, 1, 4, 16, Backend::fused) + 4 * (2621440 - 16));
     attn::MemoryBudget budget(std::uint64_t{8} << 30);
     budget.charge(12 << 20, "inputs");
-    CHECK_THROWS_WITH(budget.charge(S, "S"), Contains("S needs 16 GiB on top of 12 MiB already taken") &&
-                                                 Contains("limit of 8 GiB"));
+    CHECK_THROWS_WITH(budget.charge(S, "S"),
+                      Contains("S needs 16 GiB on top of 12 MiB already taken") && Contains("limit of 8 GiB"));
     CHECK(budget.used() == 12 << 20);
 }
 
@@ -177,8 +184,8 @@ TEST_CASE("writing is all or nothing: a failed second file leaves the first as i
     std::filesystem::permissions(second, std::filesystem::perms(0666));
     const auto write_both = [&] {
         const std::string error = message_of([&] { attn::write_npy_files({{first, &new_m}, {second, &new_m}}); });
-        return error.find("sticky/attn.npy: cannot replace it") != std::string::npos && attn::read_matrix(first) == old_m &&
-               attn::read_matrix(second) == second_old;
+        return error.find("sticky/attn.npy: cannot replace it") != std::string::npos &&
+               attn::read_matrix(first) == old_m && attn::read_matrix(second) == second_old;
     };
     CHECK(as_other_user(dir, "sticky", write_both));
     CHECK(dir.listing() == std::vector<std::string>{"output.npy", "sticky"});
@@ -242,23 +249,27 @@ TEST_CASE("regular files only: a directory or a FIFO given as input is refused a
     CHECK_THROWS_WITH(attn::read_matrix(dir.at("f.csv")), Contains("f.csv: is not a regular file"));
 }
 
-TEST_CASE("differential: on random accepted inputs every backend agrees with naive within a float32 bound", "[limits][differential]") {
+TEST_CASE("differential: on random accepted inputs every backend agrees with naive within a float32 bound",
+          "[limits][differential]") {
     std::mt19937 rng(2026);
     for (int round = 0; round < 60; ++round) {
         const std::size_t n = 1 + rng() % 40, m = 1 + rng() % 40, d_k = 1 + rng() % 20, d_v = rng() % 20;
         const bool causal = rng() % 2 == 0;
         const float spread = std::ldexp(1.0f, static_cast<int>(rng() % 8) - 2);  // scores from gentle to peaked
-        const Matrix Q = random_matrix(n, d_k, rng, -spread, spread), K = random_matrix(causal ? n : m, d_k, rng, -spread, spread);
+        const Matrix Q = random_matrix(n, d_k, rng, -spread, spread),
+                     K = random_matrix(causal ? n : m, d_k, rng, -spread, spread);
         const Matrix V = random_matrix(K.rows(), d_v, rng, -4.0f, 4.0f);
         const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal});
         for (Backend b : all_backends) {
-            INFO("round " << round << ", " << attn::to_string(b) << ", n=" << n << " m=" << K.rows() << " d_k=" << d_k << " d_v=" << d_v);
+            INFO("round " << round << ", " << attn::to_string(b) << ", n=" << n << " m=" << K.rows() << " d_k=" << d_k
+                          << " d_v=" << d_v);
             const auto got = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .backend = b});
             REQUIRE(got.output.rows() == want.output.rows());
             REQUIRE(got.output.cols() == want.output.cols());
             // |o_ij| ≤ max|v|: an error of 1e-5·max|v| is ~100 float32 roundings of the largest term
             for (std::size_t k = 0; k < want.output.size(); ++k)
-                CHECK(std::fabs(got.output.data()[k] - want.output.data()[k]) <= 1e-5f * 4.0f * (1 + float(d_k) * spread * spread));
+                CHECK(std::fabs(got.output.data()[k] - want.output.data()[k]) <=
+                      1e-5f * 4.0f * (1 + float(d_k) * spread * spread));
         }
     }
 }

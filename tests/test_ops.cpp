@@ -34,8 +34,7 @@ TEST_CASE("matmul with zero rows or a zero inner dimension", "[ops][matmul][edge
 
 TEST_CASE("matmul names both shapes when the inner dimensions differ", "[ops][errors]") {
     CHECK_THROWS_AS(attn::matmul(Matrix(3, 4), Matrix(3, 3)), std::invalid_argument);
-    CHECK_THROWS_WITH(attn::matmul(Matrix(3, 4), Matrix(3, 3)),
-                      "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ");
+    CHECK_THROWS_WITH(attn::matmul(Matrix(3, 4), Matrix(3, 3)), "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ");
 }
 
 TEST_CASE("transpose swaps rows and columns", "[ops]") {

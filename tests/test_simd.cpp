@@ -2,16 +2,15 @@
 // bit-for-bit determinism across thread counts, and the same shape errors.
 #include <catch2/catch.hpp>
 
-
 #include <cmath>
 #include <random>
 
 #include "attention/attention.hpp"
-#include "matrix/ops.hpp"
 #include "check_close.hpp"
-#include "thread_counts.hpp"
+#include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "simd/simd.hpp"
+#include "thread_counts.hpp"
 
 using attn::random_matrix;
 
@@ -20,7 +19,6 @@ using attn::Matrix;
 using attn::simd::Threads;
 
 namespace {
-
 
 Matrix simd_matmul(const Matrix& A, const Matrix& B, Threads t) {
     Matrix C;
@@ -96,7 +94,8 @@ TEST_CASE("simd A·B and scale·A·Bᵀ equal naive for every size 1 to 70 in ea
             if (transposed) {
                 const Matrix B = random_matrix(n, k, rng);
                 const float scale = 1.0f / std::sqrt(float(k));
-                check_close(simd_matmul_transposed(A, B, scale, t), attn::scale(attn::matmul(A, attn::transpose(B)), scale));
+                check_close(simd_matmul_transposed(A, B, scale, t),
+                            attn::scale(attn::matmul(A, attn::transpose(B)), scale));
             } else {
                 const Matrix B = random_matrix(k, n, rng);
                 check_close(simd_matmul(A, B, t), attn::matmul(A, B));
@@ -119,8 +118,7 @@ TEST_CASE("simd products across every cache-block boundary", "[simd][matmul][lar
     }
 }
 
-TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±1e4 scores",
-          "[simd][softmax]") {
+TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±1e4 scores", "[simd][softmax]") {
     std::mt19937 rng(5);
     const Threads t = GENERATE(Threads::one, Threads::all);
     const float range = GENERATE(1.0f, 30.0f, 1e4f);
@@ -140,7 +138,8 @@ TEST_CASE("simd softmax turns an all -inf row into zeros", "[simd][softmax][edge
     const float inf = INFINITY;
     Matrix S{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}};
     attn::simd::softmax_rows_in_place(S, Threads::one);
-    CHECK(S == attn::softmax_rows(Matrix{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}}));
+    CHECK(S == attn::softmax_rows(
+                   Matrix{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}}));
     CHECK(S(0, 4) == 0.0f);
     CHECK(S(1, 2) == 0.0f);
     CHECK(S(1, 0) == 0.125f);
@@ -193,14 +192,20 @@ TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "
     const auto run_all = [&] {
         Matrix S = random_matrix(150, 150, rng, -5, 5);
         attn::simd::softmax_rows_in_place(S, Threads::all);
-        return std::make_tuple(simd_matmul(A, B, Threads::all), simd_matmul_transposed(A, Bt, 0.3f, Threads::all),
-                               attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = Backend::parallel}).output,
-                               S);
+        return std::make_tuple(
+            simd_matmul(A, B, Threads::all), simd_matmul_transposed(A, Bt, 0.3f, Threads::all),
+            attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = Backend::parallel}).output, S);
     };
-    const auto serial = with_threads(1, [&] { rng.seed(9); return run_all(); });
+    const auto serial = with_threads(1, [&] {
+        rng.seed(9);
+        return run_all();
+    });
     for (int threads : {2, 3}) {
         INFO(threads << " threads");
-        const auto parallel = with_threads(threads, [&] { rng.seed(9); return run_all(); });
+        const auto parallel = with_threads(threads, [&] {
+            rng.seed(9);
+            return run_all();
+        });
         CHECK(std::get<0>(parallel) == std::get<0>(serial));
         CHECK(std::get<1>(parallel) == std::get<1>(serial));
         CHECK(std::get<2>(parallel) == std::get<2>(serial));
@@ -217,9 +222,11 @@ TEST_CASE("simd kernels refuse bad shapes with the same messages as the naive op
     CHECK_THROWS_WITH(attn::simd::matmul_transposed_into(Matrix(3, 4), Matrix(5, 3), 1.0f, C, Threads::all),
                       Catch::Contains("matmul_transposed: (3×4)·(5×3)ᵀ"));
     Matrix S(2, 3);
-    CHECK_THROWS_WITH(attn::simd::causal_mask_in_place(S, Threads::one), "causal_mask: (2×3): needs a square n×n score matrix");
-    CHECK_THROWS_AS(attn::scaled_dot_product_attention(Matrix(3, 3), Matrix(3, 2), Matrix(3, 3), {.backend = Backend::parallel}),
-                    std::invalid_argument);
+    CHECK_THROWS_WITH(attn::simd::causal_mask_in_place(S, Threads::one),
+                      "causal_mask: (2×3): needs a square n×n score matrix");
+    CHECK_THROWS_AS(
+        attn::scaled_dot_product_attention(Matrix(3, 3), Matrix(3, 2), Matrix(3, 3), {.backend = Backend::parallel}),
+        std::invalid_argument);
 }
 
 TEST_CASE("simd products of empty shapes", "[simd][edge]") {

@@ -13,7 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.csv_header = (data[0] & 1) != 0;  // the first byte also picks the header option
     try {
         attn::parse_csv(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), "fuzz.csv", options);
-    } catch (const attn::InputError&) {
-    }
+    } catch (const attn::InputError&) {}
     return 0;
 }

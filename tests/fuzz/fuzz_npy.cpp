@@ -12,9 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     attn::ReadOptions options;
     options.max_bytes = std::uint64_t{64} << 20;  // keep a hostile shape from allocating gigabytes
     try {
-        const attn::Matrix m = attn::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy", options);
+        const attn::Matrix m =
+            attn::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy", options);
         if (!(attn::parse_npy(attn::npy_bytes(m), "again.npy", options) == m)) std::abort();  // round trip
-    } catch (const attn::InputError&) {
-    }
+    } catch (const attn::InputError&) {}
     return 0;
 }

@@ -98,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             attn::ReadOptions options;
             options.max_bytes = budget.left();
             const std::string name = "file" + std::to_string(k);
-            m.push_back(flags & 8 ? attn::parse_csv(files[k], name + ".csv", options) : attn::parse_npy(files[k], name + ".npy", options));
+            m.push_back(flags & 8 ? attn::parse_csv(files[k], name + ".csv", options)
+                                  : attn::parse_npy(files[k], name + ".npy", options));
             budget.charge(attn::matrix_bytes(m.back().rows(), m.back().cols()), name);
         }
     } catch (const attn::InputError&) {
@@ -118,10 +119,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         };
         std::optional<std::vector<Matrix>> naive;
         std::string naive_refusal;
-        if (2.0 * double(X.rows()) * double(X.cols()) * (2.0 * double(m[1].cols()) + double(m[3].cols())) > max_flops) return 0;
+        if (2.0 * double(X.rows()) * double(X.cols()) * (2.0 * double(m[1].cols()) + double(m[3].cols())) > max_flops)
+            return 0;
         try {  // every backend's projections at once: charged as 4 × what one needs
-            budget.charge(attn::checked_product(attn::projection_bytes(X.rows(), X.cols(), m[1].cols(), m[3].cols(), Backend::simd), 4,
-                                                "steps 1–2"),
+            budget.charge(attn::checked_product(
+                              attn::projection_bytes(X.rows(), X.cols(), m[1].cols(), m[3].cols(), Backend::simd), 4,
+                              "steps 1–2"),
                           "steps 1–2");
         } catch (const std::length_error&) {
             return 0;
@@ -138,7 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (!naive) bug("a fast backend projected what naive refused");
                 const double x = attn::max_row_norm(X);
                 for (int k = 0; k < 3; ++k)
-                    check_close(got[k], (*naive)[k], 2.0 * (double(X.cols()) + 2) * eps * x * attn::max_col_norm(m[1 + k]) + 1e-30,
+                    check_close(got[k], (*naive)[k],
+                                2.0 * (double(X.cols()) + 2) * eps * x * attn::max_col_norm(m[1 + k]) + 1e-30,
                                 "projections differ beyond the dot-product error bound");
             } catch (const std::exception& e) {
                 if (naive || naive_refusal != e.what()) bug("backends refuse the projection differently");
