@@ -59,7 +59,7 @@ def collect(runs):
         if family == "core_openblas":
             column = f"openblas-{args.pop('threads')}t"
         elif family == "scale_folding":
-            column = "folded" if args.pop("fused") else "separate pass"
+            column = "folded" if args.pop("folded") else "separate pass"
         else:
             column = BACKENDS[args.pop("backend")]
         table[(family, tuple(args.items()))][column] = (to_ms(r), gflops, r.get("peak_rss_MiB"))
