@@ -1,7 +1,7 @@
 // bench/bench_attention.cpp — Google Benchmark: every kernel and the whole chain, per backend.
 //
-// Arguments are {backend, n, d}, backend 0 = naive, 1 = simd, 2 = parallel, 3 = fused (the Backend
-// enum).
+// Each kernel and the core are registered once per backend, which the name says:
+// BM_core/parallel/n:2048/d:64. Arguments are n and d (or n and causal).
 // Counters: GFLOPs (per second), bytes_per_second (distinct bytes touched), and the label names
 // the backend. The machine's peak is measured in the same run (BM_peak_fma), so
 // scripts/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
@@ -19,7 +19,6 @@ using attn::Backend;
 using attn::Matrix;
 using bench::random_matrix;
 
-Backend backend_of(const benchmark::State& st) { return static_cast<Backend>(st.range(0)); }
 std::size_t arg(const benchmark::State& st, int k) { return static_cast<std::size_t>(st.range(k)); }
 
 // The peak: FMAs on registers only, never touching memory. Twelve independent accumulators keep
@@ -73,9 +72,8 @@ void BM_gemm_steps(benchmark::State& st) {
 //   scores = false: α·V, (n×n)·(n×d), step 6 (and, with d = n, BM_matmul_square: the classic GEMM figure);
 //   scores = true:  scale·Q·Kᵀ, (n×d)·(n×d)ᵀ, steps 3 and 4 (the naive form builds Kᵀ, multiplies, scales).
 // Both are 2·n·n·d flops over the same three matrices of data.
-void product(benchmark::State& st, bool scores) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = arg(st, 2);
+void product(benchmark::State& st, Backend b, bool scores) {
+    const std::size_t n = arg(st, 0), d = arg(st, 1);
     const Matrix A = random_matrix(n, scores ? d : n, 1), B = random_matrix(n, d, 2);
     Matrix C;
     for (auto _ : st) {
@@ -86,8 +84,8 @@ void product(benchmark::State& st, bool scores) {
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
     st.SetLabel(attn::to_string(b));
 }
-void BM_matmul(benchmark::State& st) { product(st, false); }
-void BM_matmul_transposed(benchmark::State& st) { product(st, true); }
+void BM_matmul(benchmark::State& st, Backend b) { product(st, b, false); }
+void BM_matmul_transposed(benchmark::State& st, Backend b) { product(st, b, true); }
 
 // What folding scale = 1/√d into the score kernel saves: the same S' = scale·Q·Kᵀ, either scaled as each
 // tile leaves the registers (folded = 1) or by a separate pass over S afterwards (folded = 0). 1 thread.
@@ -106,9 +104,8 @@ void BM_scale_folding(benchmark::State& st) {
 }
 
 // softmax_row over an n×n score matrix, step 5. Re-filled each iteration outside the timing.
-void BM_softmax_rows(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1);
+void BM_softmax_rows(benchmark::State& st, Backend b) {
+    const std::size_t n = arg(st, 0);
     const Matrix scores = random_matrix(n, n, 1);
     Matrix S = scores;
     for (auto _ : st) {
@@ -139,13 +136,12 @@ void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size
     st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
 }
 
-void BM_core(benchmark::State& st) { core_steady_state(st, backend_of(st), arg(st, 1), arg(st, 2), false); }
+void BM_core(benchmark::State& st, Backend b) { core_steady_state(st, b, arg(st, 0), arg(st, 1), false); }
 
 // The same core returning fresh matrices: every call allocates the n×n buffer and touches it
 // for the first time. The difference to BM_core is the price of that first touch.
-void BM_core_fresh(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = arg(st, 2);
+void BM_core_fresh(benchmark::State& st, Backend b) {
+    const std::size_t n = arg(st, 0), d = arg(st, 1);
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
     for (auto _ : st) {
         const auto out = attn::scaled_dot_product_attention(Q, K, V, {.backend = b});
@@ -156,9 +152,8 @@ void BM_core_fresh(benchmark::State& st) {
 }
 
 // The full layer: projections Q, K, V = X·W (d_model = d_k = d_v = d) and the core.
-void BM_layer(benchmark::State& st) {
-    const Backend b = backend_of(st);
-    const std::size_t n = arg(st, 1), d = arg(st, 2);
+void BM_layer(benchmark::State& st, Backend b) {
+    const std::size_t n = arg(st, 0), d = arg(st, 1);
     const Matrix X = random_matrix(n, d, 1);
     const attn::SingleHeadAttention layer(random_matrix(d, d, 2), random_matrix(d, d, 3), random_matrix(d, d, 4));
     for (auto _ : st) {
@@ -171,30 +166,61 @@ void BM_layer(benchmark::State& st) {
 
 // Small cores, where starting a thread team may cost more than it saves (simd/threads.hpp decides
 // when parallel runs on one thread): simd and parallel side by side, n from 16 to 512, d = 64.
-void BM_core_small(benchmark::State& st) { core_steady_state(st, backend_of(st), arg(st, 1), 64, false); }
+void BM_core_small(benchmark::State& st, Backend b) { core_steady_state(st, b, arg(st, 0), 64, false); }
 
 // Long sequences, materialised (parallel) against fused, causal or not, d = 64, with the process's
 // peak resident memory while the benchmark ran (inputs, outputs and S included).
-void BM_core_long(benchmark::State& st) {
+void BM_core_long(benchmark::State& st, Backend b) {
     bench::reset_peak_rss();
-    core_steady_state(st, backend_of(st), arg(st, 1), 64, st.range(2) != 0);
+    core_steady_state(st, b, arg(st, 0), 64, st.range(1) != 0);
     st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
+}
+
+using Body = void (*)(benchmark::State&, Backend);
+using Apply = void (*)(benchmark::internal::Benchmark*, Backend);
+
+// One benchmark per backend, named for it: BM_core/fused/n:2048/d:64 (not a number to decode).
+void per_backend(const std::string& family, Body body, std::initializer_list<Backend> backends, Apply arguments) {
+    for (Backend b : backends) {
+        auto* bm = benchmark::RegisterBenchmark((family + "/" + attn::to_string(b)).c_str(),
+                                                [body, b](benchmark::State& st) { body(st, b); });
+        arguments(bm, b);
+        bm->UseRealTime();
+    }
 }
 
 // Sizes: n ∈ {64, 256, 1024, 2048, 4096} with d = 64, and n = 1024 with d = 128. The naive
 // backend stops at n = 1024 (its core at 4096 would take seconds per call).
-void sizes(benchmark::internal::Benchmark* bm, std::initializer_list<int> backends) {
-    for (int backend : backends) {
-        for (int n : {64, 256, 1024, 2048, 4096}) {
-            if (backend == 0 && n > 1024) continue;
-            bm->Args({backend, n, 64});
-        }
-        bm->Args({backend, 1024, 128});
-    }
-    bm->ArgNames({"backend", "n", "d"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+void sizes(benchmark::internal::Benchmark* bm, Backend b) {
+    for (int n : {64, 256, 1024, 2048, 4096})
+        if (b != Backend::naive || n <= 1024) bm->Args({n, 64});
+    bm->Args({1024, 128})->ArgNames({"n", "d"})->Unit(benchmark::kMicrosecond);
 }
-void kernel_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2}); }    // one kernel: no fused form
-void chain_sizes(benchmark::internal::Benchmark* bm) { sizes(bm, {0, 1, 2, 3}); }  // the whole core
+
+constexpr auto kernel_backends = {Backend::naive, Backend::simd, Backend::parallel};  // one kernel: no fused form
+constexpr auto all_backends = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
+
+void register_per_backend() {
+    per_backend("BM_matmul_square", BM_matmul, kernel_backends, [](benchmark::internal::Benchmark* bm, Backend) {
+        bm->Args({1024, 1024})->ArgNames({"n", "d"})->Unit(benchmark::kMillisecond);
+    });
+    per_backend("BM_matmul", BM_matmul, kernel_backends, sizes);
+    per_backend("BM_matmul_transposed", BM_matmul_transposed, kernel_backends, sizes);
+    per_backend("BM_softmax_rows", BM_softmax_rows, kernel_backends, sizes);
+    per_backend("BM_core", BM_core, all_backends, sizes);
+    per_backend("BM_core_fresh", BM_core_fresh, all_backends, sizes);
+    per_backend("BM_layer", BM_layer, all_backends, sizes);
+    per_backend("BM_core_small", BM_core_small, {Backend::simd, Backend::parallel, Backend::fused},
+                [](benchmark::internal::Benchmark* bm, Backend) {
+                    bm->ArgsProduct({{16, 32, 48, 64, 96, 128, 192, 256, 384, 512}})->ArgNames({"n"});
+                    bm->Unit(benchmark::kMicrosecond);
+                });
+    per_backend("BM_core_long", BM_core_long, {Backend::parallel, Backend::fused},
+                [](benchmark::internal::Benchmark* bm, Backend) {
+                    bm->ArgsProduct({{1024, 2048, 4096, 8192, 16384}, {0, 1}})->ArgNames({"n", "causal"});
+                    bm->Unit(benchmark::kMillisecond);
+                });
+}
 
 }  // namespace
 
@@ -207,12 +233,6 @@ BENCHMARK(BM_peak_fma)
     ->ArgName("threads")
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul)
-    ->Name("BM_matmul_square")
-    ->ArgsProduct({{0, 1, 2}, {1024}, {1024}})
-    ->ArgNames({"backend", "n", "d"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_steps)
     ->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})
     ->ArgNames({"step", "n"})
@@ -223,27 +243,12 @@ BENCHMARK(BM_scale_folding)
     ->ArgNames({"folded", "n"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul)->Apply(kernel_sizes);
-BENCHMARK(BM_matmul_transposed)->Apply(kernel_sizes);
-BENCHMARK(BM_softmax_rows)->Apply(kernel_sizes);
-BENCHMARK(BM_core)->Apply(chain_sizes);
-BENCHMARK(BM_core_fresh)->Apply(chain_sizes);
-BENCHMARK(BM_layer)->Apply(chain_sizes);
-BENCHMARK(BM_core_small)
-    ->ArgsProduct({{1, 2, 3}, {16, 32, 48, 64, 96, 128, 192, 256, 384, 512}})
-    ->ArgNames({"backend", "n"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_core_long)
-    ->ArgsProduct({{2, 3}, {1024, 2048, 4096, 8192, 16384}, {0, 1}})
-    ->ArgNames({"backend", "n", "causal"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     benchmark::AddCustomContext("simd_instruction_set", attn::simd::instruction_set());
     benchmark::AddCustomContext("simd_batch_floats", std::to_string(attn::simd::batch_width()));
     benchmark::AddCustomContext("openmp_threads", std::to_string(attn::simd::max_threads()));
+    register_per_backend();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -27,14 +27,17 @@ def load(path):
 
 
 def parse_name(name):
-    """'BM_core/backend:1/n:1024/d:64/real_time_median' -> ('core', {'backend': 1, 'n': 1024, 'd': 64})"""
+    """'BM_core/simd/n:1024/d:64/real_time_median' -> ('core', {'backend': 1, 'n': 1024, 'd': 64})"""
     parts = name.split("/")
     family = parts[0].removeprefix("BM_")
     args = {}
+    names = {v: k for k, v in BACKENDS.items()}
     for p in parts[1:]:
         m = re.fullmatch(r"(\w+):(\d+)", p)
         if m:
             args[m.group(1)] = int(m.group(2))
+        elif p in names:  # the backend, named in the benchmark's name
+            args["backend"] = names[p]
     return family, args
 
 
