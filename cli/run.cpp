@@ -186,7 +186,7 @@ int run_command(std::span<const std::string> args) {
 
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
     // they are read, then what the projections and the attention will need.
-    MemoryBudget budget(o.read.max_bytes);
+    MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
     const auto read = [&](const std::string& path) {
         ReadOptions r = o.read;
         r.max_bytes = budget.left();
@@ -235,7 +235,7 @@ int run_command(std::span<const std::string> args) {
         about_inputs([&] {
             budget.charge(projection_bytes(X.rows(), X.cols(), W[0].cols(), W[2].cols(), backend),
                           "steps 1–2 on " + backend_name + " (Q, K and V)");
-            auto p = SingleHeadAttention(W[0], W[1], W[2]).project(X, backend);
+            auto p = SingleHeadAttention(std::move(W[0]), std::move(W[1]), std::move(W[2])).project(X, backend);
             Q = std::move(p.Q);
             K = std::move(p.K);
             V = std::move(p.V);

@@ -133,10 +133,4 @@ double max_col_norm(const Matrix& A) {
     return result;
 }
 
-double max_abs(const Matrix& A) {
-    double result = 0.0;
-    for (std::size_t k = 0; k < A.size(); ++k) result = larger(result, std::fabs(double(A.data()[k])));
-    return result;
-}
-
 }  // namespace attn

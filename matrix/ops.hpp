@@ -35,9 +35,8 @@ Matrix causal_mask(const Matrix& S);
 void causal_mask_in_place(Matrix& S);
 
 // Sizes of entries, in double so that they cannot overflow themselves: the largest Euclidean
-// norm of a row, of a column, and the largest |A_ij|. NaN when A holds a NaN; 0 for an empty A.
+// norm of a row, and of a column. NaN or ∞ when A holds one; 0 for an empty A.
 double max_row_norm(const Matrix& A);
 double max_col_norm(const Matrix& A);
-double max_abs(const Matrix& A);
 
 }  // namespace attn

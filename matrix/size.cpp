@@ -33,7 +33,7 @@ std::string describe_bytes(std::uint64_t bytes) {
 void MemoryBudget::charge(std::uint64_t bytes, const std::string& what) {
     if (bytes > left())
         throw std::length_error(what + " needs " + describe_bytes(bytes) + " on top of " + describe_bytes(used_) +
-                                " already taken, more than the --max-memory limit of " + describe_bytes(limit_));
+                                " already taken, more than " + name_ + " of " + describe_bytes(limit_));
     used_ += bytes;
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace attn {
 
@@ -27,7 +28,8 @@ std::string describe_bytes(std::uint64_t bytes);
 // so a run that would not fit is refused up front, with the sizes in the message.
 class MemoryBudget {
 public:
-    explicit MemoryBudget(std::uint64_t limit) : limit_(limit) {}
+    // `name` is how messages call the limit, e.g. "the --max-memory limit".
+    MemoryBudget(std::uint64_t limit, std::string name) : limit_(limit), name_(std::move(name)) {}
 
     // Adds `bytes` for `what` ("S (65536×65536)"); std::length_error naming it, the total and
     // the limit when the sum goes past the limit.
@@ -39,6 +41,7 @@ public:
 
 private:
     std::uint64_t limit_;
+    std::string name_;
     std::uint64_t used_ = 0;
 };
 

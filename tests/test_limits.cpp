@@ -154,7 +154,7 @@ TEST_CASE("the memory a call needs is known before it allocates, and a budget re
     // The fused scratch no longer grows with d_v (a 1×2,621,440 V needed 5.2 GB of it).
     CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) ==
           attn::attention_bytes(1, 1, 4, 16, Backend::fused) + 4 * (2621440 - 16));
-    attn::MemoryBudget budget(std::uint64_t{8} << 30);
+    attn::MemoryBudget budget(std::uint64_t{8} << 30, "the --max-memory limit");
     budget.charge(12 << 20, "inputs");
     CHECK_THROWS_WITH(budget.charge(S, "S"),
                       Contains("S needs 16 GiB on top of 12 MiB already taken") && Contains("limit of 8 GiB"));
