@@ -19,8 +19,11 @@ std::uint64_t checked_sum(std::uint64_t a, std::uint64_t b, const std::string& w
 }
 
 std::uint64_t matrix_bytes(std::uint64_t rows, std::uint64_t cols) {
-    const std::string what = "matrix of shape " + std::to_string(rows) + "×" + std::to_string(cols);
-    return checked_product(checked_product(rows, cols, what), sizeof(float), what);
+    std::uint64_t count = 0, bytes = 0;
+    if (__builtin_mul_overflow(rows, cols, &count) || __builtin_mul_overflow(count, sizeof(float), &bytes))
+        throw std::length_error("a matrix of shape " + std::to_string(rows) + "×" + std::to_string(cols) +
+                                " is too large to count (more than 2⁶⁴ bytes)");
+    return bytes;
 }
 
 std::string describe_bytes(std::uint64_t bytes) {
