@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "attention/worked_example.hpp"
 #include "matrix/ops.hpp"
@@ -60,6 +61,35 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
     return results;
 }
 
+ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale) {
+    ScalingTrend t{scale, {}, {}, {}};
+    bool seen = false;
+    for (const ScalingResult& r : results) {
+        if (r.scale != scale) continue;
+        if (!seen) t.first = t.peak_jacobian = r, t.min_entropy = t.max_entropy = r.mean.entropy;
+        seen = true;
+        t.last = r;
+        if (r.mean.jacobian_norm > t.peak_jacobian.mean.jacobian_norm) t.peak_jacobian = r;
+        t.min_entropy = std::min(t.min_entropy, r.mean.entropy);
+        t.max_entropy = std::max(t.max_entropy, r.mean.entropy);
+    }
+    if (!seen) throw std::invalid_argument("scaling_trend: no result for scale " + to_string(scale));
+    return t;
+}
+
+Matrix scores_without_transpose(const Matrix& Q, const Matrix& K) {
+    return matmul(Q, K);  // (n×d_k)·(n×d_k): matmul refuses it, naming both shapes, unless n = d_k
+}
+
+Matrix softmax_columns(const Matrix& S) { return transpose(softmax_rows(transpose(S))); }
+
+std::size_t head_width(std::size_t d_model, std::size_t heads) {
+    if (heads == 0 || d_model % heads != 0)
+        throw std::invalid_argument("head_width: d_model = " + std::to_string(d_model) + " does not split into " +
+                                    std::to_string(heads) + " heads of equal width");
+    return d_model / heads;
+}
+
 DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned seed) {
     std::mt19937_64 rng(seed);
     const Matrix X = worked_example::X();
@@ -83,17 +113,26 @@ DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned 
     return r;
 }
 
-std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend,
+std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend, std::size_t repeats,
                                            const std::function<void(std::size_t)>& progress) {
+    if (repeats == 0) throw std::invalid_argument("growth_experiment: repeats must be at least 1");
     std::vector<GrowthPoint> points;
     std::mt19937_64 rng(3);
     for (std::size_t n : ns) {
         if (progress) progress(n);
         const Matrix Q = normal_matrix(n, 64, rng), K = normal_matrix(n, 64, rng), V = normal_matrix(n, 64, rng);
-        const auto start = std::chrono::steady_clock::now();
-        const AttentionResult r = scaled_dot_product_attention(Q, K, V, {.backend = backend});
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        points.push_back({n, n * n, r.weights.size() * sizeof(float), seconds});
+        std::vector<double> seconds;
+        std::size_t score_bytes = 0;
+        for (std::size_t r = 0; r < repeats; ++r) {
+            const auto start = std::chrono::steady_clock::now();
+            const AttentionResult result = scaled_dot_product_attention(Q, K, V, {.backend = backend});
+            seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            score_bytes = result.weights.size() * sizeof(float);
+        }
+        std::sort(seconds.begin(), seconds.end());
+        const std::size_t mid = seconds.size() / 2;
+        const double median = seconds.size() % 2 ? seconds[mid] : (seconds[mid - 1] + seconds[mid]) / 2;
+        points.push_back({n, n * n, score_bytes, median});
     }
     return points;
 }

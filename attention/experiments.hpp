@@ -33,6 +33,30 @@ struct ScalingResult {
 std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
                                               unsigned seed);
 
+// What the table says, found in it (so that the sentences printed under it follow from its numbers).
+// For one scale: the mean entropy, largest weight and ‖J‖ at the first and the last d_k, and the
+// d_k where ‖J‖ peaks.
+struct ScalingTrend {
+    Scale scale;
+    ScalingResult first, last, peak_jacobian;
+    double min_entropy = 0, max_entropy = 0;  // over every d_k
+};
+ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale);
+
+// ---- confusions 1, 2 and 4 ----------------------------------------------------------------------
+
+// Confusion 1: Q·K instead of Q·Kᵀ. Shape-valid only when n = d_k; entry (i, j) is then
+// Σ_p Q_ip·K_pj — query i's features against feature j of every token, which compares nothing.
+Matrix scores_without_transpose(const Matrix& Q, const Matrix& K);
+
+// Confusion 2: the softmax taken down each column instead of along each row. Every column sums to
+// 1, the rows do not: row i is no longer a distribution over what token i reads.
+Matrix softmax_columns(const Matrix& S);
+
+// Confusion 4: with h heads of width d_k = d_model / h, the heads together cost what one head of
+// width d_model would. Refuses h = 0 and an h that does not divide d_model.
+std::size_t head_width(std::size_t d_model, std::size_t heads);
+
 // ---- exercise 2: is S_ii the largest score of its row? ----------------------------------------
 
 // Where the largest score of a row is (the first, on a tie): compared with i for row i.
@@ -53,10 +77,12 @@ struct GrowthPoint {
     std::size_t n = 0;
     std::size_t scores = 0;       // entries of S: n²
     std::size_t score_bytes = 0;  // bytes of the n×n matrix the call actually returned (0 for fused)
-    double seconds = 0;           // one call of the core, measured
+    double seconds = 0;           // median over the repeats of one call of the core
 };
-// One timed call of the core per n (d = 64, random inputs); `progress` is told before each call.
-std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend,
+// `repeats` timed calls of the core per n (d = 64, random inputs), their median kept: on a shared
+// machine one call can be slowed by a neighbour, the median of several rarely is. `progress` is
+// told before each n.
+std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend, std::size_t repeats,
                                            const std::function<void(std::size_t n)>& progress = {});
 // Slope of log y against log x by least squares: y ∝ x^slope.
 double fitted_exponent(const std::vector<double>& x, const std::vector<double>& y);

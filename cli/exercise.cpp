@@ -90,6 +90,40 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// The sentences under exercise 1's table, each built from the table's own numbers, so that what is
+// said about a trend is what the rows show (‖J‖ without scaling first grows, then collapses: the
+// sentence names its peak instead of calling it monotone).
+void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std::ostream& out) {
+    const ex::ScalingTrend none = ex::scaling_trend(results, Scale::none),
+                           sqrt = ex::scaling_trend(results, Scale::sqrt_dk),
+                           dk = ex::scaling_trend(results, Scale::dk);
+    const auto at = [l](const ex::ScalingResult& r) {
+        return std::string(tr(l, " at d_k = ", "（d_k = ")) + std::to_string(r.d_k) + tr(l, "", "）");
+    };
+    out << tr(l, "  ÷ 1:     entropy ", "  ÷ 1：    熵 ") << fixed(none.first.mean.entropy, 3) << at(none.first)
+        << " → " << fixed(none.last.mean.entropy, 3) << at(none.last) << tr(l, ", largest weight → ", "，最大权重 → ")
+        << fixed(none.last.mean.max_weight, 3) << tr(l, ": α turns one-hot.\n", "：α 趋于 one-hot。\n");
+    if (none.peak_jacobian.d_k != none.first.d_k)
+        out << tr(l, "           ‖J‖ first grows while the scores spread, to ",
+                  "           ‖J‖ 先随分数散开而增大，峰值 ")
+            << fixed(none.peak_jacobian.mean.jacobian_norm, 4) << at(none.peak_jacobian)
+            << tr(l, ",\n           then falls to ", "，\n           然后降到 ");
+    else out << tr(l, "           ‖J‖ falls to ", "           ‖J‖ 降到 ");
+    const double ratio = none.last.mean.jacobian_norm / sqrt.last.mean.jacobian_norm;
+    out << fixed(none.last.mean.jacobian_norm, 4) << at(none.last) << tr(l, ", ", "，为 ÷ √d_k 的 ") << fixed(ratio, 2)
+        << tr(l, "× that of ÷ √d_k: ", " 倍：")
+        << (ratio < 1 ? tr(l, "once α saturates,\n           little gradient reaches the scores.\n",
+                           "α 饱和后，\n           传回分数的梯度所剩无几。\n")
+                      : tr(l, "no gradient lost yet at these sizes.\n", "在这些维度下梯度尚未减小。\n"));
+    out << tr(l, "  ÷ d_k:   entropy → ", "  ÷ d_k：  熵 → ") << fixed(dk.last.mean.entropy, 3) << at(dk.last)
+        << tr(l, ", near ln 64 = 4.159; largest weight → ", "，接近 ln 64 = 4.159；最大权重 → ")
+        << fixed(dk.last.mean.max_weight, 3)
+        << tr(l, ":\n           α flattens toward uniform.\n", "：\n           α 趋于均匀分布。\n");
+    out << tr(l, "  ÷ √d_k:  entropy between ", "  ÷ √d_k： 熵始终在 ") << fixed(sqrt.min_entropy, 3)
+        << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
+        << tr(l, " at every d_k: the same spread at every width.\n\n", " 之间：任何维度下分数的离散程度都相同。\n\n");
+}
+
 void exercise1(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << tr(l, "Exercise 1 · Dividing by √d_k, by d_k, or not at all\n\n",
@@ -103,18 +137,14 @@ void exercise1(const Options& o, std::ostream& out) {
               "  即分数变化时 α 还能变化多少（传回分数的梯度大小）。\n\n");
     out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 10) << pad_left(tr(l, "entropy", "熵"), 9)
         << pad_left(tr(l, "max α", "最大 α"), 9) << pad_left("‖J‖", 9) << "\n";
-    for (const auto& r : ex::scaling_experiment({4, 16, 64, 256, 1024}, 64, 64, o.seed)) {
+    const auto results = ex::scaling_experiment({4, 16, 64, 256, 1024}, 64, 64, o.seed);
+    for (const auto& r : results) {
         out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_symbol(r.scale), 10)
             << pad_left(fixed(r.mean.entropy, 3), 9) << pad_left(fixed(r.mean.max_weight, 3), 9)
             << pad_left(fixed(r.mean.jacobian_norm, 4), 9) << "\n";
     }
-    out << tr(l,
-              "\n  Without scaling the scores spread as √d_k, α turns one-hot and ‖J‖ → 0: no gradient.\n"
-              "  ÷d_k shrinks them as 1/√d_k instead: α flattens toward uniform and stops telling tokens apart.\n"
-              "  ÷√d_k keeps every d_k at the same, trainable spread.\n\n",
-              "\n  不缩放时分数的标准差随 √d_k 增长，α 变成 one-hot，‖J‖ → 0：梯度消失。\n"
-              "  除以 d_k 则把分数缩小为 1/√d_k：α 趋于均匀，不再区分词与词。\n"
-              "  除以 √d_k 使任何 d_k 下分数的离散程度都相同，便于训练。\n\n");
+    out << "\n";
+    conclude_scaling(l, results, out);
     out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n",
               "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
@@ -136,8 +166,8 @@ void exercise2(const Options& o, std::ostream& out) {
     for (std::size_t i = 0; i < tr_.S.rows(); ++i) {
         const auto row = tr_.S.row(i);
         const std::size_t best = static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
-        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(tr_.S(i, i), 4)
-            << "  max = " << format_number(tr_.S(i, best), 4) << " (" << tokens[best] << ")  "
+        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(tr_.S(i, i), 4) << "  "
+            << tr(l, "max = ", "最大值 = ") << format_number(tr_.S(i, best), 4) << " (" << tokens[best] << ")  "
             << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
     }
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
@@ -150,7 +180,7 @@ void exercise2(const Options& o, std::ostream& out) {
         << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ")
         << fixed(100 * r.tied_fraction, 1) << "%\n"
         << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
-              "    W_Q = W_K 时 S_ij > max(S_ii, S_jj) 的对数：")
+              "    W_Q = W_K 时满足 S_ij > max(S_ii, S_jj) 的 (i, j) 对的个数：")
         << r.tied_pair_violations << "\n\n"
         << tr(l,
               "  Nothing makes S_ii the largest: q_i and k_i come from different matrices, so a token's query may\n"
@@ -162,24 +192,38 @@ void exercise2(const Options& o, std::ostream& out) {
               "  任何一对都不能同时超过两个对角元——但投影较短的词仍可能与一个更长、方向相近的邻居得分更高。\n");
 }
 
+// What a fitted time exponent says, in words that follow from its value.
+std::string describe_exponent(Lang l, const char* name, double p) {
+    std::string s = std::string("    ") + name + " " + fixed(p, 2) + tr(l, ": ", "：");
+    if (std::abs(p - 2.0) <= 0.15)
+        return s + tr(l, "close to 2, as the count of scores.\n", "接近 2，与分数个数一致。\n");
+    if (p < 2.0)
+        return s + tr(l, "below 2: fixed costs weigh more at small n than at large n.\n",
+                      "低于 2：小 n 时固定开销所占比例更大。\n");
+    return s + tr(l, "above 2: each score costs more at large n (the n×n matrices outgrow the caches).\n",
+                  "高于 2：n 越大，每个分数的代价越高（n×n 矩阵超出了缓存）。\n");
+}
+
 void exercise3(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
+    constexpr std::size_t repeats = 5;
     const Progress progress;
     out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
               "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
         << tr(l, "  n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB), for one head.\n\n",
               "  n = 1000 时有 1000² = 1,000,000 个分数，float32 占 4,000,000 字节（3.8 MiB），这只是一个头。\n\n")
-        << tr(l, "  Measured, one call of the core, d = 64:\n", "  实测，单次调用注意力核心，d = 64：\n") << "  "
-        << pad_right("n", 7) << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
+        << tr(l, "  Measured: one call of the core, d = 64, median of ", "  实测：单次调用注意力核心，d = 64，取 ")
+        << repeats << tr(l, " repeats:\n", " 次重复的中位数：\n") << "  " << pad_right("n", 7)
+        << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
         << "\n";
     const std::vector<std::size_t> ns = {250, 500, 1000, 2000, 4000};
     const auto tell = [&](const char* backend) {
         return [&, backend](std::size_t n) { progress(std::string(backend) + " n = " + std::to_string(n)); };
     };
-    const auto naive = ex::growth_experiment(ns, Backend::naive, tell("naive"));
-    const auto simd = ex::growth_experiment(ns, Backend::simd, tell("simd"));
-    const auto fused = ex::growth_experiment(ns, Backend::fused, tell("fused"));
+    const auto naive = ex::growth_experiment(ns, Backend::naive, repeats, tell("naive"));
+    const auto simd = ex::growth_experiment(ns, Backend::simd, repeats, tell("simd"));
+    const auto fused = ex::growth_experiment(ns, Backend::fused, repeats, tell("fused"));
     std::vector<double> x, scores, bytes, t_naive, t_simd;
     for (std::size_t k = 0; k < ns.size(); ++k) {
         out << "  " << pad_right(std::to_string(ns[k]), 7) << pad_left(std::to_string(naive[k].scores), 12)
@@ -194,17 +238,15 @@ void exercise3(const Options& o, std::ostream& out) {
         t_simd.push_back(simd[k].seconds);
     }
     out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：") << "\n    "
-        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << ", "
-        << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << ", "
-        << tr(l, "naive time ", "naive 时间 ") << fixed(ex::fitted_exponent(x, t_naive), 2) << ", "
-        << tr(l, "simd time ", "simd 时间 ") << fixed(ex::fitted_exponent(x, t_simd), 2) << "\n\n"
+        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << tr(l, ", ", "，")
+        << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << "\n\n"
+        << tr(l, "  The counts grow as n² exactly. The measured times:\n",
+              "  分数个数与字节数严格按 n² 增长。实测时间：\n")
+        << describe_exponent(l, "naive", ex::fitted_exponent(x, t_naive))
+        << describe_exponent(l, "simd", ex::fitted_exponent(x, t_simd))
         << tr(l,
-              "  The counts grow as n² exactly. Measured times only approach 2: caches, the first touch of each\n"
-              "  fresh n×n buffer (docs/performance.md), and fixed costs at small n.\n"
               "  The fused backend computes the same output with no n×n matrix at all (bench/ measures its memory).\n",
-              "  分数个数与字节数严格按 n² 增长；实测时间的指数只接近 2（缓存效应、新分配的 n×n 缓冲区首次写入的\n"
-              "  开销（见 docs/performance.md）以及小 n 的固定开销）。\n"
-              "  fused 后端算出相同的输出，却完全不存 n×n 矩阵（内存见 bench/）。\n");
+              "  fused 后端算出相同的输出，但完全不保存 n×n 矩阵（内存见 bench/）。\n");
 }
 
 void exercise4(const Options& o, std::ostream& out) {

@@ -18,11 +18,19 @@ std::string scale_symbol(Scale scale);
 Lang lang_from_environment();
 
 struct Text {
+    const char* colon;      // ": " or "：", after a label
+    const char* comma;      // ", " or "，", between settings
+    const char* semicolon;  // ";  " or "；", between two results
     const char* title;
+    const char* formula;
+    const char* formula_lesson;
+    const char* mask_term;
+    const char* conventions;
     const char* sentence;
     const char* settings;
     const char* no_mask;
     const char* causal_mask;
+    const char* backend;
     const char* shapes_title;
     const char* shapes_note;
     const char* step1;
@@ -30,11 +38,18 @@ struct Text {
     const char* step2;
     const char* step2_note;
     const char* weights;
+    const char* weights_note;
+    const char* column1_of_W_Q;
+    const char* confusion1;
+    const char* confusion1_note;
+    const char* confusion1_compare;
     const char* step3;
     const char* step3_note;
     const char* expanded;
     const char* step4;
-    const char* step4_note;
+    const char* step4_note_sqrt;
+    const char* step4_note_dk;
+    const char* step4_note_none;
     const char* step4_mask;
     const char* step4_mask_note;
     const char* step5;
@@ -44,6 +59,10 @@ struct Text {
     const char* row_sum;
     const char* row_sums;
     const char* heat_map;
+    const char* confusion2;
+    const char* confusion2_note;
+    const char* column_sums;
+    const char* row_sums_now;
     const char* step6;
     const char* step6_note;
     const char* diagonal;
@@ -51,8 +70,13 @@ struct Text {
     const char* diagonal_no;
     const char* exercise5;
     const char* exercise5_note;
+    const char* exercise5_causal;
+    const char* exercise5_last;
     const char* norm;
     const char* summary;
+    const char* confusion4;
+    const char* confusion4_note;
+    const char* confusion4_cost;
     const char* walk_help;
 };
 

@@ -20,6 +20,7 @@
 #include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
+#include "cli/walk_json.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
@@ -33,6 +34,7 @@ struct WalkOptions {
     AttentionOptions attention;
     int precision = 4;
     Color color = Color::automatic;
+    bool json = false;  // --format json: the numbers for programs instead of the text
     bool help = false;
 };
 
@@ -58,6 +60,9 @@ WalkOptions parse(std::span<const std::string> args) {
                     "no steps 3–5 to show; use --backend naive, simd or parallel");
         } else if (option_value(args, i, "--precision", v)) {
             o.precision = parse_precision(v, "walk");
+        } else if (option_value(args, i, "--format", v)) {
+            if (v != "text" && v != "json") throw UsageError("walk: --format must be text or json, got '" + v + "'");
+            o.json = v == "json";
         } else if (option_value(args, i, "--color", v)) {
             if (v == "auto") o.color = Color::automatic;
             else if (v == "always") o.color = Color::always;
@@ -118,12 +123,15 @@ public:
         step1();
         step2();
         step3();
+        confusion1();
         step4();
         step5();
+        confusion2();
         step6();
         diagonal();
         exercise5();
         summary();
+        confusion4();
         return out_.str();
     }
 
@@ -174,13 +182,24 @@ private:
         return "";
     }
 
+    // The formula of this run: the lesson's softmax(Q·Kᵀ/√d_k)·V, or what --scale and --causal make of it.
+    std::string formula() const {
+        const Scale scale = o_.attention.scale;
+        const char* divisor = scale == Scale::sqrt_dk ? "/√d_k" : scale == Scale::dk ? "/d_k" : "";
+        std::string f = std::string("O = softmax(Q·Kᵀ") + divisor + (o_.attention.causal ? " + M" : "") + ")·V";
+        if (o_.attention.causal) f += std::string("   ").append(t_.mask_term);
+        if (scale != Scale::sqrt_dk) f += std::string("   ").append(t_.formula_lesson);
+        return f;
+    }
+
     void header() {
-        out_ << t_.title << "\n\n  " << t_.sentence << ": [";
-        for (std::size_t i = 0; i < n(); ++i) out_ << (i ? ", " : "") << tokens_[i];
-        out_ << "]\n  " << t_.settings << ": n = " << n() << ", d_model = " << tr_.X.cols()
-             << ", d_k = " << tr_.Q.cols() << ", d_v = " << tr_.V.cols() << ", S" << scale_text() << ", "
-             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << ", backend " << to_string(o_.attention.backend)
-             << "\n";
+        const char* comma = t_.comma;
+        out_ << t_.title << "\n\n  " << t_.formula << t_.colon << formula() << "\n  " << t_.sentence << t_.colon << "[";
+        for (std::size_t i = 0; i < n(); ++i) out_ << (i ? comma : "") << tokens_[i];
+        out_ << "]\n  " << t_.settings << t_.colon << "n = " << n() << comma << "d_model = " << tr_.X.cols() << comma
+             << "d_k = " << tr_.Q.cols() << comma << "d_v = " << tr_.V.cols() << comma << "S" << scale_text() << comma
+             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << comma << t_.backend << " "
+             << to_string(o_.attention.backend) << "\n  " << t_.conventions << "\n";
     }
 
     void shapes() {
@@ -207,31 +226,46 @@ private:
 
     void step2() {
         heading(t_.step2, t_.step2_note);
-        out_ << "  " << t_.weights << ":\n";
+        out_ << "  " << t_.weights << t_.colon << t_.weights_note << "\n";
         const SingleHeadAttention layer = worked_example::layer();
         for (const auto& [name, w] : {std::pair{"W_Q", &layer.W_Q()}, {"W_K", &layer.W_K()}, {"W_V", &layer.W_V()}})
             out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
-        const std::vector<float> column = [&] {
-            std::vector<float> c;
-            for (std::size_t p = 0; p < layer.W_Q().rows(); ++p) c.push_back(layer.W_Q()(p, 0));
-            return c;
-        }();
         for (const auto& [name, m] : {std::pair{"Q", &tr_.Q}, {"K", &tr_.K}, {"V", &tr_.V}})
             out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
-        out_ << "\n  " << t_.expanded << ": Q" << sub(1) << sub(1) << " = x" << sub(1)
-             << "·W_Q[:, 1] = " << products(tr_.X.row(0), column) << " = " << num(tr_.Q(0, 0)) << "\n";
+        out_ << "\n  " << t_.expanded << t_.colon << "Q" << sub(1) << sub(1) << " = x" << sub(1) << "·"
+             << t_.column1_of_W_Q << " = " << products(tr_.X.row(0), column(layer.W_Q(), 0)) << " = "
+             << num(tr_.Q(0, 0)) << "\n";
     }
 
     void step3() {
         heading(t_.step3 + (" (" + shape_string(tr_.S) + ")"), t_.step3_note);
         out_ << labelled(tr_.S, true);
         const std::size_t j = std::min<std::size_t>(1, n() - 1);
-        out_ << "\n  " << t_.expanded << ": S" << sub(1) << sub(j + 1) << " = q" << sub(1) << "·k" << sub(j + 1)
-             << " = " << products(tr_.Q.row(0), tr_.K.row(j)) << " = " << num(tr_.S(0, j)) << "\n";
+        out_ << "\n  " << t_.expanded << t_.colon << "S" << sub(1) << sub(j + 1) << " = q" << sub(1) << "·k"
+             << sub(j + 1) << " = " << products(tr_.Q.row(0), tr_.K.row(j)) << " = " << num(tr_.S(0, j)) << "\n";
+    }
+
+    // Q·K computed by the library on the example, beside S: the entry that S₁₂ holds is something else in Q·K.
+    void confusion1() {
+        heading(t_.confusion1, t_.confusion1_note);
+        const Matrix QK = experiments::scores_without_transpose(tr_.Q, tr_.K);
+        out_ << "  Q·K (" << shape_string(QK) << ", n = d_k = " << n() << ")\n" << plain(QK);
+        out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(tr_.Q.row(0), column(tr_.K, 1)) << " = "
+             << num(QK(0, 1)) << t_.semicolon << t_.confusion1_compare << t_.colon << "S" << sub(1) << sub(2) << " = "
+             << num(tr_.S(0, 1)) << "\n";
+    }
+
+    static std::vector<float> column(const Matrix& m, std::size_t j) {
+        std::vector<float> c;
+        for (std::size_t p = 0; p < m.rows(); ++p) c.push_back(m(p, j));
+        return c;
     }
 
     void step4() {
-        heading(t_.step4 + scale_text(), t_.step4_note);
+        const char* note = o_.attention.scale == Scale::sqrt_dk ? t_.step4_note_sqrt
+                           : o_.attention.scale == Scale::dk    ? t_.step4_note_dk
+                                                                : t_.step4_note_none;
+        heading(t_.step4 + scale_text(), note);
         out_ << labelled(tr_.S_scaled, true);
         if (!o_.attention.causal) return;
         heading(t_.step4_mask, t_.step4_mask_note);
@@ -248,12 +282,12 @@ private:
         Matrix e(1, s.size());
         float sum = 0.0f;
         for (std::size_t j = 0; j < s.size(); ++j) sum += e(0, j) = std::exp(s[j] - m);
-        out_ << "\n  " << t_.expanded << ": α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
-             << "    " << t_.row_max << ": m = " << num(m) << "\n"
+        out_ << "\n  " << t_.expanded << t_.colon << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
+             << "    " << t_.row_max << t_.colon << "m = " << num(m) << "\n"
              << "    " << t_.exponentials << " =" << plain(e, " ") << "    " << t_.row_sum << " = " << num(sum)
-             << ";  α" << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " ="
+             << t_.semicolon << "α" << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " ="
              << plain(as_row(tr_.weights.row(r)), " ");
-        out_ << "\n  " << t_.row_sums << ":";
+        out_ << "\n  " << t_.row_sums << t_.colon;
         for (std::size_t i = 0; i < n(); ++i) {
             float row_sum = 0.0f;
             for (float a : tr_.weights.row(i)) row_sum += a;
@@ -261,6 +295,25 @@ private:
         }
         out_ << "\n";
         if (color_) heat_map();
+    }
+
+    // The softmax taken down the columns of the same S', by the library: its column and row sums.
+    void confusion2() {
+        heading(t_.confusion2, t_.confusion2_note);
+        const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? tr_.S_masked : tr_.S_scaled);
+        out_ << labelled(by_column, true) << "  " << t_.column_sums << t_.colon;
+        for (std::size_t j = 0; j < n(); ++j) {
+            float sum = 0.0f;
+            for (std::size_t i = 0; i < n(); ++i) sum += by_column(i, j);
+            out_ << "  " << tokens_[j] << " " << num(sum);
+        }
+        out_ << "\n  " << t_.row_sums_now << t_.colon;
+        for (std::size_t i = 0; i < n(); ++i) {
+            float sum = 0.0f;
+            for (float a : by_column.row(i)) sum += a;
+            out_ << "  " << tokens_[i] << " " << num(sum);
+        }
+        out_ << "\n";
     }
 
     void heat_map() {
@@ -285,7 +338,7 @@ private:
     void step6() {
         heading(t_.step6 + (" (" + shape_string(tr_.output) + ")"), t_.step6_note);
         out_ << labelled(tr_.output);
-        out_ << "\n  " << t_.expanded << ": o" << sub(1) << " =";
+        out_ << "\n  " << t_.expanded << t_.colon << "o" << sub(1) << " =";
         for (std::size_t j = 0; j < n(); ++j)
             out_ << (j ? " +" : "") << " " << num(tr_.weights(0, j)) << "·v" << sub(j + 1);
         out_ << "\n";
@@ -304,17 +357,26 @@ private:
         }
     }
 
+    // Exercise 5 for row 1; under the causal mask row 1 sees only itself (o₁ = v₁), so the last row,
+    // which sees every token, is shown too.
     void exercise5() {
         heading(t_.exercise5, t_.exercise5_note);
-        const experiments::OutputAgainstValue table = experiments::output_against_value(tr_, 0);
-        Matrix rows(3, table.rows.cols());  // o₁, v₁, o₁ − v₁ (exercise 5 adds the decomposition)
+        output_against_value(0);
+        if (!o_.attention.causal) return;
+        out_ << "\n  " << t_.exercise5_causal << "\n";
+        output_against_value(n() - 1);
+    }
+
+    void output_against_value(std::size_t row) {
+        const experiments::OutputAgainstValue table = experiments::output_against_value(tr_, row);
+        Matrix rows(3, table.rows.cols());  // o_i, v_i, o_i − v_i (exercise 5 adds the decomposition)
         std::copy(table.rows.data(), table.rows.data() + rows.size(), rows.data());
         PrintOptions p;
         p.precision = o_.precision;
-        const std::string o1 = std::string("o") + sub(1), v1 = std::string("v") + sub(1);
-        p.row_labels = {o1, v1, o1 + " − " + v1};
-        out_ << format_matrix(rows, p) << "  ‖o" << sub(1) << " − v" << sub(1)
-             << "‖ = " << num(static_cast<float>(table.distance)) << " (" << t_.norm << ")\n";
+        const std::string o = std::string("o") + sub(row + 1), v = std::string("v") + sub(row + 1);
+        p.row_labels = {o, v, o + " − " + v};
+        out_ << format_matrix(rows, p) << "  ‖" << o << " − " << v << "‖ = " << num(static_cast<float>(table.distance))
+             << " (" << t_.norm << ")\n";
     }
 
     void summary() {
@@ -324,6 +386,14 @@ private:
              << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.weights) << ") → O ("
              << shape_string(tr_.output) << ")\n";
     }
+
+    // d_k = d_model / h for the original Transformer, computed by the library's head_width.
+    void confusion4() {
+        heading(t_.confusion4, t_.confusion4_note);
+        const std::size_t d_model = 512, heads = 8;
+        out_ << "  d_k = d_model / h = " << d_model << " / " << heads << " = "
+             << experiments::head_width(d_model, heads) << "\n  " << t_.confusion4_cost << "\n";
+    }
 };
 
 }  // namespace
@@ -332,6 +402,11 @@ int walk_command(std::span<const std::string> args) {
     const WalkOptions o = parse(args);
     if (o.help) {
         std::cout << text(o.lang).walk_help;
+        return 0;
+    }
+    if (o.json) {
+        const auto tokens = o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
+        std::cout << walk_json(worked_example::trace(o.attention), o.attention, tokens);
         return 0;
     }
     std::cout << Walk(o, use_color(o.color)).render();

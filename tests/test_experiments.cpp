@@ -50,7 +50,7 @@ TEST_CASE("exercise 2: the diagonal is not guaranteed; with W_Q = W_K no pair be
 }
 
 TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2", "[experiments][exercise3]") {
-    const auto points = ex::growth_experiment({40, 80, 160, 320}, attn::Backend::simd);
+    const auto points = ex::growth_experiment({40, 80, 160, 320}, attn::Backend::simd, 3);
     std::vector<double> n, scores, bytes;
     for (const auto& p : points) {
         CHECK(p.scores == p.n * p.n);
@@ -62,7 +62,7 @@ TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2",
     }
     CHECK(ex::fitted_exponent(n, scores) == Approx(2.0).epsilon(1e-12));
     CHECK(ex::fitted_exponent(n, bytes) == Approx(2.0).epsilon(1e-12));
-    CHECK(ex::growth_experiment({64}, attn::Backend::fused)[0].score_bytes == 0);
+    CHECK(ex::growth_experiment({64}, attn::Backend::fused, 1)[0].score_bytes == 0);
     CHECK(ex::fitted_exponent({1, 2, 4, 8}, {3, 3 * std::pow(2, 2.5), 3 * std::pow(4, 2.5), 3 * std::pow(8, 2.5)}) ==
           Approx(2.5));
 }

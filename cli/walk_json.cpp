@@ -1,0 +1,76 @@
+#include "cli/walk_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "attention/experiments.hpp"
+#include "attention/worked_example.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+// The tokens are the program's own (猫 cat …): no character needs escaping but these two.
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// %.9g prints every float32 exactly enough to read back the same float.
+std::string number(float v) {
+    if (std::isinf(v)) return v < 0 ? "\"-inf\"" : "\"inf\"";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", double(v));
+    return buf;
+}
+
+std::string matrix(const Matrix& m) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        out += i ? ",\n    [" : "\n    [";
+        for (std::size_t j = 0; j < m.cols(); ++j) out += (j ? ", " : "") + number(m(i, j));
+        out += "]";
+    }
+    return out + "]";
+}
+
+}  // namespace
+
+std::string walk_json(const AttentionTrace& t, const AttentionOptions& options,
+                      const std::vector<std::string>& tokens) {
+    const SingleHeadAttention layer = worked_example::layer();
+    const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
+    std::ostringstream out;
+    out << "{\n  \"scale\": " << quoted(to_string(options.scale))
+        << ",\n  \"scale_factor\": " << number(scale_factor(options.scale, t.Q.cols()))
+        << ",\n  \"causal\": " << (options.causal ? "true" : "false")
+        << ",\n  \"backend\": " << quoted(to_string(options.backend)) << ",\n  \"tokens\": [";
+    for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << quoted(tokens[i]);
+    out << "],\n  \"n\": " << t.X.rows() << ", \"d_model\": " << t.X.cols() << ", \"d_k\": " << t.Q.cols()
+        << ", \"d_v\": " << t.V.cols();
+    const std::pair<const char*, const Matrix*> steps[] = {{"X", &t.X},
+                                                           {"W_Q", &layer.W_Q()},
+                                                           {"W_K", &layer.W_K()},
+                                                           {"W_V", &layer.W_V()},
+                                                           {"Q", &t.Q},
+                                                           {"K", &t.K},
+                                                           {"V", &t.V},
+                                                           {"S", &t.S},
+                                                           {"S_scaled", &t.S_scaled},
+                                                           {"softmax_input", &scaled},
+                                                           {"weights", &t.weights},
+                                                           {"output", &t.output}};
+    for (const auto& [name, m] : steps) out << ",\n  " << quoted(name) << ": " << matrix(*m);
+    // Confusion 1: Q·K (valid only because n = d_k here); confusion 2: the softmax by column.
+    out << ",\n  \"Q_times_K\": " << matrix(experiments::scores_without_transpose(t.Q, t.K))
+        << ",\n  \"softmax_by_column\": " << matrix(experiments::softmax_columns(scaled))
+        << ",\n  \"heads\": {\"d_model\": 512, \"h\": 8, \"d_k\": " << experiments::head_width(512, 8) << "}\n}\n";
+    return out.str();
+}
+
+}  // namespace attn::cli

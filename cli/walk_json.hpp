@@ -1,0 +1,17 @@
+// cli/walk_json.hpp — `attn walk --format json`: the worked example's numbers for programs (the
+// docs pages are built from it), the same numbers the text walk prints, at full float precision.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attention/attention.hpp"
+
+namespace attn::cli {
+
+// One JSON object: settings, tokens, every matrix of the trace (row-major arrays of rows; −∞ is the
+// string "-inf", JSON having no infinity), and the demos of confusions 1, 2 and 4.
+std::string walk_json(const AttentionTrace& trace, const AttentionOptions& options,
+                      const std::vector<std::string>& tokens);
+
+}  // namespace attn::cli
