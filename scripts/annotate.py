@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Build the annotated source pages: notes with rendered math on the left, the code they describe on
-the right, one page per file of attention/, matrix/, simd/ and io/, the lesson's chain as the front page,
-and the performance page with its plots.
+"""Build the annotated source pages: one row per note, the note on the left beside the lines of code it
+describes on the right, one page per file of attention/, matrix/, simd/ and io/; the lesson (English
+and Chinese) as the front pages, with the flow diagram and the worked example; the reading order and
+the performance page with its plots and data.
 
-    /usr/bin/python3 scripts/annotate.py [--out build/docs]      (or: meson compile -C build docs)
+    /usr/bin/python3 scripts/annotate.py [--out build/docs] [--attn build/attn]
+    (or: ./scripts/dev docs, or meson compile -C build docs)
 
 Uses Debian's python3-markdown and python3-pygments; KaTeX comes from libjs-katex and is copied next
 to the pages, so they work offline. A note is a run of // comment lines; the code after it, up to the
-next note, is what it describes. Math in notes is written $…$ and rendered by KaTeX in the browser.
+next note or the end of its top-level block, is what it describes. Math in notes and in docs/ is
+written $…$ or $$…$$; the formulas of marker lines ([step 3] S = Q·Kᵀ …) are typeset from their
+plain Unicode by scripts/docs_math.py. The worked example comes from the built attn
+(scripts/docs_example.py).
 """
 import argparse
 import html
@@ -20,16 +25,26 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CppLexer
 
+from docs_example import flow_diagram, worked_example
+from docs_math import marker_line_html
+
 ROOT = Path(__file__).resolve().parent.parent
 KATEX = Path("/usr/share/javascript/katex")
 # The reading order of docs/reading-order.md; any other file of these folders follows it.
 ORDER = ["attention/attention.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp", "attention/experiments.hpp", "attention/experiments.cpp",
-         "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
+         "simd/packing.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
+         "attention/experiments.hpp", "attention/experiments.cpp", "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp",
+         "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
 MARKER = re.compile(r"\[((?:step|steps|naive|fast|fused) [^\]\n]*)\]")
-MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$")
+MARKER_LINE = re.compile(r"^\[((?:step|steps|naive|fast|fused) [^\]\n]*)\](.*)$")
+MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
+# The Markdown pages and the HTML page each becomes; index.html is the English lesson.
+PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
+         "lesson-03.zh.md": ("第 03 讲（中文）", "lesson-03.zh.html", "zh-CN"),
+         "reading-order.md": ("Reading order", "reading-order.html", "en"),
+         "performance.md": ("Performance", "performance.html", "en")}
 
 
 def sources():
@@ -46,7 +61,9 @@ def anchor(marker):
 
 
 def sections(text):
-    """[(note lines, code lines)] — a note is a run of whole-line // comments."""
+    """[(note lines, code lines)]: a note is a run of whole-line // comments, and it describes the code
+    after it up to the next note or the end of the top-level block (a closing brace in column 0 and a
+    blank line); code after that block stands in a row of its own, without a note."""
     out, note, code = [], [], []
     for line in text.splitlines():
         if line.strip().startswith("//"):
@@ -54,113 +71,170 @@ def sections(text):
                 out.append((note, code))
                 note, code = [], []
             note.append(re.sub(r"^\s*// ?", "", line))
-        else:
+        elif not line.strip() and code and code[-1].startswith("}") and any(c.strip() for c in code):
+            out.append((note, code))
+            note, code = [], []
+        elif line.strip() or code:
             code.append(line)
     if note or code:
         out.append((note, code))
-    return out
+    return [(note, code[:max((k + 1 for k, c in enumerate(code) if c.strip()), default=0)]) for note, code in out]
 
 
-def render_note(lines):
-    """Markdown with the math kept away from it: $…$ is set aside, _ and * are escaped (d_k is not
-    emphasis), the rest goes through python-markdown, and the math comes back for KaTeX."""
-    text = "\n".join(lines)
+def with_math_kept(text, convert):
+    """convert(text) with every $…$ and $$…$$ set aside first (so that Markdown neither escapes nor
+    emphasises inside them) and put back after, HTML-escaped, for KaTeX to typeset in the browser."""
     kept = []
 
     def keep(m):
-        kept.append(html.escape(m.group(0)))
+        kept.append(html.escape(m.group(0), quote=False))
         return f"\x00{len(kept) - 1}\x00"
 
-    text = MATH.sub(keep, text)
-    text = re.sub(r"([_*])", r"\\\1", text)
-    rendered = markdown.markdown(text)
-    return re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], rendered)
+    return re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], convert(MATH.sub(keep, text)))
 
 
-def layout(title, nav, body, current, heading=True):
+def render_note(lines, anchor_of):
+    """A note as HTML: each marker line is a paragraph of its own, with the marker's anchor and its
+    formula typeset (scripts/docs_math.py); the other lines are Markdown, _ and * taken literally."""
+    out, prose = [], []
+
+    def flush():
+        if prose:
+            out.append(with_math_kept("\n".join(prose), lambda t: markdown.markdown(re.sub(r"([_*])", r"\\\1", t))))
+            prose.clear()
+
+    for line in lines:
+        m = MARKER_LINE.match(line)
+        if m:
+            flush()
+            out.append(f'<p class="formula-line">{marker_line_html(m.group(1), m.group(2), anchor_of(m.group(1)))}</p>')
+        else:
+            prose.append(line)
+    flush()
+    return "".join(out)
+
+
+def layout(title, nav, body, current, lang="en", heading=True):
     links = "".join(
         f'<li{" class=current" if href == current else ""}><a href="{href}">{html.escape(label)}</a></li>' for label, href in nav)
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)} · attention.cpp</title>
+<html lang="{lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{html.escape(title)} · attention.cpp</title>
 <link rel="stylesheet" href="katex/katex.min.css"><link rel="stylesheet" href="style.css">
 <script defer src="katex/katex.min.js"></script><script defer src="katex/contrib/auto-render.js"></script>
 <script>document.addEventListener("DOMContentLoaded", () => renderMathInElement(document.body, {{
   delimiters: [{{left: "$$", right: "$$", display: true}}, {{left: "$", right: "$", display: false}}],
-  ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code"]}}));</script>
+  ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code"], throwOnError: false}}));</script>
 </head><body><nav><h2>attention.cpp</h2><ul>{links}</ul></nav><main>{f"<h1>{html.escape(title)}</h1>" if heading else ""}
 {body}</main></body></html>
 """
 
 
 def source_page(source, nav, formatter):
-    body = []
-    seen = set()
+    rows = []
     for number, (note, code) in enumerate(sections((ROOT / source).read_text(encoding="utf-8"))):
-        ids = [anchor(m) for m in MARKER.findall("\n".join(note)) if anchor(m) not in seen]
-        seen.update(ids)
-        id_attr = f' id="{ids[0]}"' if ids else f' id="s{number}"'
-        extra = "".join(f'<span id="{i}"></span>' for i in ids[1:])
         code_html = highlight("\n".join(code), CppLexer(), formatter) if any(c.strip() for c in code) else ""
-        body.append(f'<section class="pair"{id_attr}>{extra}<div class="note">{render_note(note)}</div>'
+        rows.append(f'<section class="pair" id="s{number}"><div class="note">{render_note(note, anchor)}</div>'
                     f'<div class="code">{code_html}</div></section>')
-    return layout(source, nav, "\n".join(body), page_name(source))
+    return layout(source, nav, "\n".join(rows), page_name(source))
 
 
-def markdown_page(md_path, title, nav, current, marker_pages):
-    text = md_path.read_text(encoding="utf-8")
-    text = re.sub(r"\(([\w.-]+)\.md(#[\w-]+)?\)", lambda m: f"({m.group(1)}.html{m.group(2) or ''})", text)
-    body = markdown.markdown(text, extensions=["tables", "fenced_code"])
+def markdown_page(md_name, nav, marker_pages, extras):
+    """A page of docs/: links to other .md pages and to source files follow them to their HTML pages,
+    marker links go to the line carrying the marker, and the <!-- diagram --> and
+    <!-- worked-example --> placeholders become the HTML `extras` holds for them."""
+    title, name, lang = PAGES[md_name]
+    text = (ROOT / "docs" / md_name).read_text(encoding="utf-8")
+    if lang == "zh-CN":  # a line break between two Chinese characters is not a space
+        text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef])\n\s*(?=[\u3000-\u9fff\uff00-\uffef])", "", text)
+    pages = {md: page for md, (_, page, _) in PAGES.items()}
+    text = re.sub(r"\]\(([\w.-]+\.md)(#[\w-]+)?\)", lambda m: f"]({pages.get(m.group(1), m.group(1))}{m.group(2) or ''})", text)
+    parts = re.split(r"^<!-- ([\w-]+) -->$", text, flags=re.M)
+    body = ""
+    for k, part in enumerate(parts):
+        body += extras[part] if k % 2 else with_math_kept(part, lambda t: markdown.markdown(t, extensions=["tables", "fenced_code"]))
 
-    def link(m):  # [`[step 3]`](../attention/attention.cpp) → the section of that page carrying it
+    def marker_link(m):  # [`[step 3]`](../attention/attention.cpp) → the line of that page carrying it
         marker = html.unescape(m.group(2))
         target = marker_pages.get(marker)
         return f'<a href="{target}#{anchor(marker)}"><code>[{m.group(2)}]</code></a>' if target else m.group(0)
 
-    body = re.sub(r'<a href="\.\./([^"]+)"><code>\[([^\]<]+)\]</code></a>', link, body)
-    return layout(title, nav, body, current, heading=False)  # the Markdown brings its own title
+    body = re.sub(r'<a href="\.\./([^"]+)"><code>\[([^\]<]+)\]</code></a>', marker_link, body)
+    body = re.sub(r'href="\.\./([\w/]+\.[ch]pp)"', lambda m: f'href="{page_name(m.group(1))}"', body)
+    return name, layout(title, nav, body, name, lang, heading=False)  # the Markdown brings its own title
 
 
 STYLE = """
-body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: #222; display: flex; }
-nav { width: 15rem; flex: none; background: #f4f4f6; padding: 1rem; height: 100vh; overflow-y: auto;
+body { margin: 0; font: 15px/1.5 system-ui, "Noto Sans CJK SC", sans-serif; color: #222; display: flex; }
+nav { width: 13rem; flex: none; background: #f4f4f6; padding: 1rem; height: 100vh; overflow-y: auto;
       position: sticky; top: 0; box-sizing: border-box; font-size: 13px; }
-nav ul { list-style: none; padding: 0; } nav li.current a { font-weight: bold; }
+nav ul { list-style: none; padding: 0; } nav li.current a { font-weight: bold; } nav a { overflow-wrap: anywhere; }
 main { flex: 1; padding: 1rem 2rem; min-width: 0; }
-section.pair { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr); border-top: 1px solid #eee; }
+section.pair { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr); border-top: 1px solid #d4d4d8; }
 .note { padding: .4rem 1rem .4rem 0; } .note p { margin: .3rem 0; }
-.code { background: #fafafa; padding: .3rem .8rem; overflow-x: auto; }
-.code pre { margin: 0; font-size: 12.5px; line-height: 1.4; }
+.note p.formula-line { background: #f3f6fb; border-left: 3px solid #3b6fd8; padding: .2rem .5rem; }
+.marker { font-family: monospace; font-size: 12px; color: #3b6fd8; }
+.code { background: #fafafa; padding: .4rem .8rem; }
+.code pre { margin: 0; font-size: 12.5px; line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: .2rem .5rem; }
 img { max-width: 100%; }
+.katex-display { overflow-x: auto; overflow-y: hidden; }
+figure.diagram { margin: 1rem 0; } figure.diagram svg { width: 100%; max-width: 1080px; height: auto; }
+figure.diagram figcaption { font-size: 13px; color: #555; }
+svg .node rect { fill: #eef3fd; stroke: #3b6fd8; stroke-width: 1.5; } svg .node:hover rect { fill: #dbe6fb; }
+svg .node.optional rect { fill: #fff; stroke-dasharray: 5 3; }
+svg text { font: 15px system-ui, "Noto Sans CJK SC", sans-serif; text-anchor: middle; fill: #111; }
+svg text.formula { font-family: "DejaVu Serif", serif; font-style: italic; }
+svg text.name { font-size: 13px; fill: #444; } svg tspan.sub { font-size: 11px; } svg text.shape { font-size: 13px; fill: #b03a2e; text-anchor: start; }
+.switch { display: flex; gap: .8rem; flex-wrap: wrap; align-items: center; padding: .5rem; background: #f4f4f6; }
+.mats { display: flex; flex-wrap: wrap; gap: 1.2rem; align-items: flex-start; margin: .4rem 0; }
+.mat .cap { font-size: 13px; color: #555; }
+table.matrix td { text-align: right; font-family: monospace; font-size: 13px; }
+table.matrix th { font-weight: normal; font-size: 13px; background: #f7f7f7; }
+.aside { border-left: 3px solid #d9a400; background: #fffbea; padding: .2rem 1rem; margin: .8rem 0; }
 """
+
+
+def marker_pages_of(files):
+    """marker → the page whose comment line starts with it (each marker is on exactly one line)."""
+    found = {}
+    for f in files:
+        for line in (ROOT / f).read_text(encoding="utf-8").splitlines():
+            m = MARKER_LINE.match(re.sub(r"^\s*// ?", "", line)) if line.strip().startswith("//") else None
+            if m:
+                found.setdefault(m.group(1), page_name(f))
+    return found
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "build" / "docs"))
-    out = Path(ap.parse_args().out)
+    ap.add_argument("--attn", default=str(ROOT / "build" / "attn"), help="the built attn, which prints the example")
+    args = ap.parse_args()
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not (KATEX / "katex.min.js").exists():
         raise SystemExit("scripts/annotate.py: KaTeX not found in /usr/share/javascript/katex (apt-get install libjs-katex)")
+    if not Path(args.attn).exists():
+        raise SystemExit(f"scripts/annotate.py: {args.attn} not found: build attn first (ninja -C build attn)")
     shutil.copytree(KATEX, out / "katex", dirs_exist_ok=True)
-    for image in (ROOT / "docs").glob("*.png"):
-        shutil.copy(image, out / image.name)
+    for extra in [*(ROOT / "docs").glob("*.png"), *(ROOT / "docs").glob("*.json")]:  # what the pages link
+        shutil.copy(extra, out / extra.name)
     formatter = HtmlFormatter(nowrap=False, style="friendly")
     (out / "style.css").write_text(STYLE + formatter.get_style_defs(".code"), encoding="utf-8")
 
     files = sources()
-    pages = [("Lesson 03: the chain", "index.html"), ("第 03 讲（中文）", "lesson-03.zh.html"),
-             ("Reading order", "reading-order.html"), ("Performance", "performance.html")]
-    nav = pages + [(f, page_name(f)) for f in files]
-    marker_pages = {}
-    for f in files:
-        for m in MARKER.findall((ROOT / f).read_text(encoding="utf-8")):
-            marker_pages.setdefault(m, page_name(f))
+    nav = [(title, name) for title, name, _ in PAGES.values()] + [(f, page_name(f)) for f in files]
+    marker_pages = marker_pages_of(files)
+    link = lambda marker: f"{marker_pages[marker]}#{anchor(marker)}"
     for f in files:
         (out / page_name(f)).write_text(source_page(f, nav, formatter), encoding="utf-8")
-    for md, (title, name) in zip(["lesson-03.md", "lesson-03.zh.md", "reading-order.md", "performance.md"], pages):
-        (out / name).write_text(markdown_page(ROOT / "docs" / md, title, nav, name, marker_pages), encoding="utf-8")
-    print(f"wrote {len(files) + len(pages)} pages to {out}/ (open index.html)")
+    for md in PAGES:
+        lang = "zh" if PAGES[md][2] == "zh-CN" else "en"
+        extras = {"diagram": flow_diagram(lang, link), "worked-example": worked_example(args.attn, lang)} if md.startswith("lesson") else {}
+        name, page = markdown_page(md, nav, marker_pages, extras)
+        (out / name).write_text(page, encoding="utf-8")
+    print(f"wrote {len(files) + len(PAGES)} pages to {out}/ (open index.html)")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
-"""Render the annotated pages in headless Chromium and check them as a reader would see them.
+"""Render every annotated page in headless Chromium and check it as a reader would see it.
 
-    /usr/bin/python3 scripts/check_docs_page.py [--out DIR]
+    /usr/bin/python3 scripts/check_docs_page.py [--out DIR] [--attn build/attn]
 
-Builds the pages with scripts/annotate.py, loads every page in Chromium (Debian `chromium`), and
-checks the DOM after the scripts ran: KaTeX rendered the math (elements of class "katex" on every
-page whose source has $…$, and no raw $…$ left in the text), every source file has a page in the
-navigation with at least one note/code section, every marker link of the front page points at an
-element that exists. Saves screenshots of the front page and of simd/fused.cpp in DIR. Prints one
-line per check and "N passed, M failed"; exits 1 on any failure. Without Chromium it prints a line
-starting "SKIPPED" and exits 0.
+Builds the pages with scripts/annotate.py, then for every page loads a copy carrying
+scripts/docs_layout_check.js at 1400×1100 and reads the report it leaves in the DOM. A page fails when
+
+  - a note is not left of its code, not level with it, or a marker sits outside the note column;
+  - code, a table, a figure or display math is wider than its box, or the page scrolls sideways;
+  - its source has formulas ($…$, or a marker line with one) and KaTeX typeset none, KaTeX reported
+    an error, or raw $…$ is left in the text;
+  - a Chinese page is not lang="zh-CN" (and an English one not "en");
+  - on the lesson pages: the flow diagram is missing, has not its 8 linked nodes left to right in the
+    chain's order, or lacks the shapes on its arrows; the heat map of α is missing, its shading does not
+    grow with the weight, the steps are out of order, or the switch to the causal variant does not
+    show a zero upper triangle.
+
+Every href and src of every page (SVG links included) must name a file that was generated or
+copied, and every #anchor must exist in it. A screenshot of every page is saved in DIR/screenshots/.
+Prints one line per check and "N passed, M failed"; exits 1 on any failure. Without Chromium it
+prints a line starting "SKIPPED" and exits 0.
 """
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -21,9 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--hide-scrollbars",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--virtual-time-budget=5000", "--window-size=1400,1100"]
+         "--virtual-time-budget=8000", "--window-size=1400,1100", "--allow-file-access-from-files"]
 
 
 def chromium(profile, *args):
@@ -32,23 +43,49 @@ def chromium(profile, *args):
     return result.stdout
 
 
-def visible_text(dom):
-    """The DOM without what may legitimately hold a '$': scripts, code, and KaTeX's TeX annotations."""
-    for tag in ("script", "pre", "code", "annotation", "style"):
-        dom = re.sub(rf"<{tag}\b.*?</{tag}>", "", dom, flags=re.S)
-    return re.sub(r"<[^>]+>", "", dom)
+def formula_in_marker_line(line):
+    """Whether a source line is a marker comment whose text holds a formula the pages typeset."""
+    import annotate
+    import docs_math
+    m = annotate.MARKER_LINE.match(re.sub(r"^\s*// ?", "", line)) if line.strip().startswith("//") else None
+    return bool(m) and any(docs_math.is_formula(piece) for piece in docs_math.SEPARATOR.split(m.group(2)))
+
+
+def broken_links(out):
+    """[(page, link)] for every href/src that names no file of `out` or an anchor its target lacks."""
+    ids = {}
+    bad = []
+    for page in sorted(out.glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for link in re.findall(r'(?:href|src)="([^"]+)"', text):
+            if re.match(r"[a-z]+:", link):
+                bad.append((page.name, link))  # the pages must work offline: nothing from elsewhere
+                continue
+            target, _, frag = link.partition("#")
+            path = (out / target) if target else page
+            if not path.exists():
+                bad.append((page.name, link))
+            elif frag:
+                if path not in ids:
+                    ids[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(encoding="utf-8", errors="replace")))
+                if frag not in ids[path]:
+                    bad.append((page.name, link))
+    return bad
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "build" / "docs"))
-    out = Path(ap.parse_args().out)
+    ap.add_argument("--attn", default=str(ROOT / "build" / "attn"))
+    args = ap.parse_args()
+    out = Path(args.out)
     if not CHROMIUM:
         print("SKIPPED: the docs page check needs Chromium (Debian: apt-get install chromium)")
         return 0
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "annotate.py"), "--out", str(out)], check=True)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "annotate.py"), "--out", str(out), "--attn", args.attn],
+                   check=True)
     sys.path.insert(0, str(ROOT / "scripts"))
-    import annotate  # the same list of sources and page names the generator used
+    import annotate  # the same sources, pages and markers the generator used
 
     results = []
 
@@ -56,28 +93,43 @@ def main():
         results.append(ok)
         print(f"{'ok  ' if ok else 'FAIL'} {what}")
 
+    bad = broken_links(out)
+    check(not bad, f"every link and anchor of {len(list(out.glob('*.html')))} pages resolves" + (f" (broken: {bad[:4]})" if bad else ""))
+
+    pages = [(name, lang, ROOT / "docs" / md) for md, (_, name, lang) in annotate.PAGES.items()]
+    pages += [(annotate.page_name(f), "en", ROOT / f) for f in annotate.sources()]
+    shots = out / "screenshots"
+    shots.mkdir(exist_ok=True)
+    (out / "layout_check.js").write_text((ROOT / "scripts" / "docs_layout_check.js").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as profile:
-        index = chromium(profile, "--dump-dom", (out / "index.html").as_uri())
-        for source in annotate.sources():
-            page = annotate.page_name(source)
-            dom = chromium(profile, "--dump-dom", (out / page).as_uri())
-            has_math = "$" in (ROOT / source).read_text(encoding="utf-8")
-            katex = dom.count('class="katex"')
-            leftover = re.findall(r"\$[^$\n]{1,60}\$?", visible_text(dom))
-            check(f'href="{page}"' in index, f"{source}: listed in the navigation")
-            sections = dom.count('<section class="pair"')
-            check(sections >= 1, f"{source}: {sections} sections")
+        for name, lang, source in pages:
+            html = (out / name).read_text(encoding="utf-8")
+            probe = out / f"_check_{name}"
+            probe.write_text(html.replace("</body>", '<script src="layout_check.js"></script></body>'), encoding="utf-8")
+            dom = chromium(profile, "--dump-dom", probe.as_uri())
+            probe.unlink()
+            found = re.search(r'<pre id="layout-report">(.*?)</pre>', dom, re.S)
+            if not found:
+                check(False, f"{name}: the layout check did not report")
+                continue
+            r = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+            text = source.read_text(encoding="utf-8")
+            has_math = "$" in text or any(formula_in_marker_line(line) for line in text.splitlines())
+            check(r["lang"] == lang, f"{name}: lang=\"{r['lang']}\"")
+            check(not r["rows"], f"{name}: every note left of and level with its code" + (f" ({r['rows'][:2]})" if r["rows"] else ""))
+            check(not r["overflow"], f"{name}: nothing wider than its box at 1400 px" + (f" ({r['overflow'][:2]})" if r["overflow"] else ""))
             if has_math:
-                check(katex > 0, f"{source}: {katex} formulas rendered by KaTeX")
-            check(not leftover, f"{source}: no raw $…$ left" + (f" (found {leftover[:2]})" if leftover else ""))
-        links = re.findall(r'href="([\w.]+\.html)#(m-[\w-]+)"', index)
-        missing = [f"{p}#{a}" for p, a in links if f'id="{a}"' not in (out / p).read_text(encoding="utf-8")]
-        check(len(links) >= 20 and not missing, f"front page: {len(links)} marker links, all resolve" +
-              (f" (missing {missing[:3]})" if missing else ""))
-        for name, page in (("index", "index.html"), ("fused", "simd_fused.cpp.html")):
-            shot = out / f"screenshot-{name}.png"
-            chromium(profile, f"--screenshot={shot}", (out / page).as_uri())
-            check(shot.exists() and shot.stat().st_size > 20000, f"screenshot {shot.name}: {shot.stat().st_size if shot.exists() else 0} bytes")
+                check(r["katex"] > 0 and r["katex_errors"] == 0 and not r["raw_math"],
+                      f"{name}: {r['katex']} formulas typeset, {r['katex_errors']} errors, raw $…$ left: {r['raw_math']}")
+            if name in ("index.html", "lesson-03.zh.html"):
+                d, h = r["diagram"], r["heatmap"]
+                check(bool(d) and d["nodes"] == 8 and d["links"] == 9 and d["left_to_right"] and d["shape_labels"] >= 8
+                      and d["width"] >= 600, f"{name}: flow diagram {d}")
+                check(bool(h) and h.get("variants_shown") == 1 and h["cells"] == 9 and h["shade_follows_value"]
+                      and h["steps_in_order"] and h["headings"] >= 6 and h["causal_switch_works"], f"{name}: heat map {h}")
+            shot = shots / (name.removesuffix(".html") + ".png")
+            chromium(profile, f"--screenshot={shot}", (out / name).as_uri())
+            check(shot.exists() and shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

@@ -1,0 +1,283 @@
+"""The lesson's picture and its worked example, for the lesson pages built by scripts/annotate.py.
+
+flow_diagram(): an SVG of the chain X → Q, K, V → S → S' → α → O with the shape on every arrow; each
+node links to the line of attention/attention.cpp that computes it.
+
+worked_example(): the example's numbers for every --scale and --causal, read from the built program
+(`attn walk --format json`), so that they cannot drift from the code: each step's matrices as tables
+with the token labels, one entry written out, α as a heat map, and the demos of confusions 1, 2, 4.
+A few lines of script switch between the six variants; without script the lesson's own (÷√d_k, no
+mask) shows. Nothing is fetched: the pages work from file://.
+"""
+import html
+import json
+import math
+import re
+import subprocess
+
+SCALES = ["sqrt", "dk", "none"]
+
+TEXT = {
+    "en": {
+        "diagram_title": "The chain, with the shape of what flows along each arrow (click a step for its code)",
+        "names": {"X": "input", "Q": "queries", "K": "keys", "V": "values", "S": "scores", "S'": "scaled",
+                  "α": "weights", "O": "output", "mask": "causal mask (optional)"},
+        "heading": "The worked example, computed by attn",
+        "intro": "Every number below was printed by <code>attn walk --format json</code> when these pages were "
+                 "built, so it cannot drift from the code. Indices count from 1, as in the lesson: $o_1$ is row 1 of "
+                 "$O$, which 0-based code calls <code>output[0]</code>. Choose the scaling and the mask:",
+        "scale": "scaling", "mask": "mask", "no_mask": "none", "causal": "causal",
+        "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$ (the lesson)", "dk": r"$\div d_k$", "none": "none"},
+        "weights_note": "$W_Q$, $W_K$, $W_V$ are this project's choice (<code>attention/worked_example.hpp</code>): "
+                        "the lesson uses them but never prints them. $X$ is the lesson's own.",
+        "step": "Step {}", "expanded": "One entry written out", "colon": ": ", "semicolon": "; ",
+        "titles": ["Input $X$", "Projections $Q = XW_Q$, $K = XW_K$, $V = XW_V$", "Scores $S = QK^\\top$",
+                   "Scaling", "Causal mask", "Weights $\\alpha = \\operatorname{softmax}_{\\text{row}}(S')$",
+                   "Output $O = \\alpha V$"],
+        "column1": "column 1 of $W_Q$",
+        "scale_notes": {
+            "sqrt": r"With $d_k$ independent unit-variance entries, $\operatorname{Var}(q\cdot k) = d_k$; dividing "
+                    r"by $\sqrt{d_k}$ brings it back to 1.",
+            "dk": r"Dividing by $d_k$ leaves $\operatorname{Var}(S'_{ij}) = 1/d_k$: the larger $d_k$, the closer "
+                  r"the scores sit to 0 and the flatter $\alpha$ becomes.",
+            "none": r"Unscaled, $\operatorname{Var}(S_{ij}) = d_k$: the larger $d_k$, the wider the scores spread "
+                    r"and the closer the softmax comes to picking one token."},
+        "mask_note": r"$S'_{ij} = -\infty$ for $j > i$; $e^{-\infty} = 0$, so no token gets weight from a later one.",
+        "row_max": "row maximum", "sum": "sum", "row_sums": "Row sums of $\\alpha$",
+        "heat": "darker = more attention",
+        "confusion1": "Confusion 1 · $QK$ instead of $QK^\\top$",
+        "confusion1_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ pairs the features of query $i$ with feature $j$ "
+                           r"of every token: it compares no query with any key. It is shape-valid here only "
+                           r"because $n = d_k = 3$.",
+        "same_in_S": "the same position in $S$",
+        "confusion2": "Confusion 2 · softmax down the columns",
+        "confusion2_note": "Every column sums to 1, the rows do not: row $i$ no longer shares out token $i$'s "
+                           "attention, and $o_i$ would not be an average of the values.",
+        "column_sums": "column sums", "row_sums_short": "row sums",
+        "exercise5": "Exercise 5 · output[0] against V[0]",
+        "exercise5_causal": "Under the causal mask token 1 sees only itself: $\\alpha_{11} = 1$, so $o_1 = v_1$. "
+                            "The last token sees every token:",
+        "confusion4": "Confusion 4 · $d_k = d_{\\text{model}} / h$",
+        "confusion4_note": "One head may choose $d_k$ freely (here 3, with $d_{\\text{model}} = 4$). The original "
+                           "Transformer has $h$ heads of width",
+        "length": "length",
+    },
+    "zh": {
+        "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
+        "names": {"X": "输入", "Q": "查询", "K": "键", "V": "值", "S": "分数", "S'": "缩放后",
+                  "α": "权重", "O": "输出", "mask": "因果掩码（可选）"},
+        "heading": "示例的计算结果，由 attn 算出",
+        "intro": "下面每个数都是构建本页时由 <code>attn walk --format json</code> 输出的，因此不会与代码脱节。"
+                 "下标与课程一致，从 1 开始：$o_1$ 是 $O$ 的第 1 行，即从 0 计数的代码中的 <code>output[0]</code>。"
+                 "选择缩放方式与掩码：",
+        "scale": "缩放", "mask": "掩码", "no_mask": "无", "causal": "因果",
+        "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$（课程）", "dk": r"$\div d_k$", "none": "不缩放"},
+        "weights_note": "$W_Q$、$W_K$、$W_V$ 由本项目选定（<code>attention/worked_example.hpp</code>）："
+                        "课程用到它们，但没有给出数值。$X$ 取自课程。",
+        "step": "第 {} 步", "expanded": "展开其中一项", "colon": "：", "semicolon": "；",
+        "titles": ["输入 $X$", "线性投影 $Q = XW_Q$，$K = XW_K$，$V = XW_V$", "分数 $S = QK^\\top$", "缩放",
+                   "因果掩码", "权重 $\\alpha = \\operatorname{softmax}_{\\text{row}}(S')$", "输出 $O = \\alpha V$"],
+        "column1": "$W_Q$ 的第 1 列",
+        "scale_notes": {
+            "sqrt": r"$q$、$k$ 各有 $d_k$ 个独立的单位方差分量时 $\operatorname{Var}(q\cdot k) = d_k$；"
+                    r"除以 $\sqrt{d_k}$ 使方差回到 1。",
+            "dk": r"除以 $d_k$ 时 $\operatorname{Var}(S'_{ij}) = 1/d_k$：$d_k$ 越大，分数越贴近 0，$\alpha$ 越平坦。",
+            "none": r"不缩放时 $\operatorname{Var}(S_{ij}) = d_k$：$d_k$ 越大，分数越分散，softmax 越接近只选一个词。"},
+        "mask_note": r"$j > i$ 时 $S'_{ij} = -\infty$；$e^{-\infty} = 0$，所以任何词都得不到后面词的权重。",
+        "row_max": "行最大值", "sum": "求和", "row_sums": "$\\alpha$ 各行之和",
+        "heat": "颜色越深，注意力越多",
+        "confusion1": "误区 1 · 用 $QK$ 代替 $QK^\\top$",
+        "confusion1_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ 把查询 $i$ 的各个特征与每个词的第 $j$ 个特征相乘："
+                           r"它没有拿任何查询去比较任何键。这里它在形状上成立，只是因为 $n = d_k = 3$。",
+        "same_in_S": "$S$ 中同一位置",
+        "confusion2": "误区 2 · 按列做 softmax",
+        "confusion2_note": "每一列之和为 1，各行之和却不是 1：第 $i$ 行不再是词 $i$ 的注意力分配，$o_i$ 也不再是值向量的加权平均。",
+        "column_sums": "各列之和", "row_sums_short": "各行之和",
+        "exercise5": "练习 5 · 比较 output[0] 与 V[0]",
+        "exercise5_causal": "使用因果掩码时，第 1 个词只能看到自己：$\\alpha_{11} = 1$，所以 $o_1 = v_1$。最后一个词能看到所有词：",
+        "confusion4": "误区 4 · $d_k = d_{\\text{model}} / h$",
+        "confusion4_note": "单头时 $d_k$ 可以自由选择（这里是 3，$d_{\\text{model}} = 4$）。原始 Transformer 中每个头的宽度为",
+        "length": "长度",
+    },
+}
+
+SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+# ---- the picture ------------------------------------------------------------------------------
+
+def svg_text(s):
+    """Text for an SVG <text>, with x_sub written as a lowered, smaller sub."""
+    return re.sub(r"_([A-Za-z0-9]+)", r'<tspan class="sub" dy="4">\1</tspan><tspan dy="-4">&#8203;</tspan>', html.escape(s))
+
+
+def flow_diagram(lang, link):
+    """`link(marker)` → the href of that marker's line."""
+    t = TEXT[lang]["names"]
+    nodes = {  # name: (x, y, width, formula, marker)
+        "X": (10, 118, 110, "X", "step 1"), "Q": (240, 20, 120, "Q = X·W_Q", "step 2.Q"),
+        "K": (240, 118, 120, "K = X·W_K", "step 2.K"), "V": (240, 216, 120, "V = X·W_V", "step 2.V"),
+        "S": (440, 60, 120, "S = Q·Kᵀ", "step 3"), "S'": (615, 60, 125, "S' = S/√d_k", "step 4"),
+        "α": (795, 60, 160, "α = softmax(S')", "step 5"), "O": (940, 200, 120, "O = α·V", "step 6")}
+    h = 64
+    arrows = [  # (from point, to point, label, label position)
+        ((120, 150), (237, 52), "", None), ((120, 150), (237, 150), "n×d_model", (128, 142)),
+        ((120, 150), (237, 248), "", None), ((360, 52), (437, 84), "n×d_k", (372, 50)),
+        ((360, 150), (437, 102), "n×d_k  (Kᵀ: d_k×n)", (330, 192)), ((560, 92), (612, 92), "n×n", (566, 84)),
+        ((740, 92), (792, 92), "n×n", (746, 84)), ((875, 124), (995, 197), "n×n", (945, 150)),
+        ((360, 248), (937, 236), "n×d_v", (600, 262))]
+    parts = [f'<figure class="diagram"><svg viewBox="0 0 1080 300" role="img" aria-label="{html.escape(TEXT[lang]["diagram_title"])}">',
+             '<defs><marker id="head" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+             '<path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>']
+    for (x1, y1), (x2, y2), label, at in arrows:
+        parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#555" stroke-width="1.6" marker-end="url(#head)"/>')
+        if label:
+            parts.append(f'<text class="shape" x="{at[0]}" y="{at[1]}">{svg_text(label)}</text>')
+    for name, (x, y, w, formula, marker) in nodes.items():
+        parts.append(f'<a href="{link(marker)}" class="node"><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8"/>'
+                     f'<text x="{x + w / 2}" y="{y + 26}" class="formula">{svg_text(formula)}</text>'
+                     f'<text x="{x + w / 2}" y="{y + 50}" class="name">{html.escape(t[name])}</text></a>')
+    parts.append(f'<a href="{link("step 4.mask")}" class="node optional"><rect x="690" y="160" width="170" height="40" rx="8"/>'
+                 f'<text x="775" y="185" class="name">{html.escape(t["mask"])}</text></a>'
+                 '<line x1="775" y1="160" x2="766" y2="97" stroke="#999" stroke-dasharray="4 3" marker-end="url(#head)"/>')
+    parts.append(f'<text class="shape" x="985" y="288">{svg_text("n×d_v")}</text></svg>'
+                 f'<figcaption>{html.escape(TEXT[lang]["diagram_title"])}</figcaption></figure>')
+    return "".join(parts)
+
+
+# ---- the numbers --------------------------------------------------------------------------------
+
+def walk_json(attn, lang, scale, causal):
+    args = [attn, "walk", "--format", "json", "--lang", lang, "--scale", scale] + (["--causal"] if causal else [])
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+
+def fmt(v):
+    return "−∞" if v == "-inf" else f"{v:.4f}".replace("-", "−")
+
+
+def term(v):
+    s = f"{v:.4f}".rstrip("0").rstrip(".")
+    return f"({s})" if v < 0 else s
+
+
+def table(m, rows=None, cols=None, heat=False):
+    head = "<tr><th></th>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>" if cols else ""
+    body = []
+    for i, row in enumerate(m):
+        cells = []
+        for v in row:
+            style = ""
+            if heat and v != "-inf":  # α = 0 white … α = 1 dark blue; white text once the cell is dark
+                shade = 0.08 + 0.92 * v
+                style = f' style="background: rgba(30, 64, 175, {shade:.3f}); color: {"#fff" if shade > 0.42 else "#111"}"'
+            cells.append(f"<td{style}>{fmt(v)}</td>")
+        label = f"<th>{html.escape(rows[i])}</th>" if rows else ""
+        body.append(f"<tr>{label}{''.join(cells)}</tr>")
+    return f'<table class="matrix{" heatmap" if heat else ""}">{head}{"".join(body)}</table>'
+
+
+def figure(caption, content):
+    return f'<div class="mat"><div class="cap">{caption}</div>{content}</div>'
+
+
+def products(a, b):
+    return " + ".join(f"{term(x)}\\times {term(y)}" for x, y in zip(a, b))
+
+
+def variant(d, t):
+    tok, n = d["tokens"], d["n"]
+    idx = [str(k + 1) for k in range(max(d["d_model"], d["d_k"], d["d_v"]))]
+    col = lambda m, j: [row[j] for row in m]
+    out = []
+
+    def step(number, title, note=""):
+        out.append(f'<h3>{t["step"].format(number)} · {title}</h3>' + (f"<p>{note}</p>" if note else ""))
+
+    step(1, t["titles"][0])
+    out.append('<div class="mats">' + figure("$X$", table(d["X"], tok, idx[:d["d_model"]])) + "</div>")
+    step(2, t["titles"][1], t["weights_note"])
+    out.append('<div class="mats">' + "".join(figure(f"${k}$", table(d[k], None, None)) for k in ("W_Q", "W_K", "W_V"))
+               + "".join(figure(f"${k}$", table(d[k], tok, idx[:len(d[k][0])])) for k in ("Q", "K", "V")) + "</div>")
+    out.append(f'<p>{t["expanded"]}{t["colon"]}$Q_{{11}} = x_1 \\cdot ($ {t["column1"]} $) = {products(d["X"][0], col(d["W_Q"], 0))}'
+               f' = {d["Q"][0][0]:.4f}$</p>')
+    step(3, t["titles"][2])
+    out.append('<div class="mats">' + figure("$S$", table(d["S"], tok, tok)) + "</div>")
+    out.append(f'<p>{t["expanded"]}{t["colon"]}$S_{{12}} = q_1 \\cdot k_2 = {products(d["Q"][0], d["K"][1])} = {d["S"][0][1]:.4f}$</p>')
+    out.append(f'<div class="aside"><h4>{t["confusion1"]}</h4><p>{t["confusion1_note"]}</p><div class="mats">'
+               + figure("$QK$", table(d["Q_times_K"], None, None)) + figure("$S = QK^\\top$", table(d["S"], tok, tok))
+               + f'</div><p>$(QK)_{{12}} = {products(d["Q"][0], col(d["K"], 1))} = {d["Q_times_K"][0][1]:.4f}${t["semicolon"]}'
+               f'{t["same_in_S"]}{t["colon"]}$S_{{12}} = {d["S"][0][1]:.4f}$</p></div>')
+    divisor = {"sqrt": f"\\sqrt{{{d['d_k']}}}", "dk": str(d["d_k"]), "none": "1"}[d["scale"]]
+    step(4, f'{t["titles"][3]} $S\' = S / {divisor} = {d["scale_factor"]:.4f}\\cdot S$', t["scale_notes"][d["scale"]])
+    out.append('<div class="mats">' + figure("$S'$", table(d["S_scaled"], tok, tok)) + "</div>")
+    if d["causal"]:
+        step("4½", t["titles"][4], t["mask_note"])
+        out.append('<div class="mats">' + figure("$S'$", table(d["softmax_input"], tok, tok)) + "</div>")
+    step(5, t["titles"][5], t["heat"])
+    out.append('<div class="mats">' + figure("$\\alpha$", table(d["weights"], tok, tok, heat=True)) + "</div>")
+    r = n - 1 if d["causal"] else 0  # under the mask row 1 sees only itself: write out the last row
+    s = [v for v in d["softmax_input"][r] if v != "-inf"]
+    m = max(s)
+    e = [math.exp(v - m) for v in s]
+    i = r + 1
+    out.append(f'<p>{t["expanded"]}{t["colon"]}{t["row_max"]} $m = {m:.4f}${t["semicolon"]}$e^{{S\'_{{{i}j}} - m}} = '
+               + ", ".join(f"{v:.4f}" for v in e) + f'${t["semicolon"]}{t["sum"]} $= {sum(e):.4f}${t["semicolon"]}'
+               f'$\\alpha_{{{i}}} = ' + ", ".join(f"{v:.4f}" for v in d["weights"][r]) + "$</p>")
+    out.append(f'<p>{t["row_sums"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in d["weights"]) + "</p>")
+    by_col = d["softmax_by_column"]
+    out.append(f'<div class="aside"><h4>{t["confusion2"]}</h4><p>{t["confusion2_note"]}</p><div class="mats">'
+               + figure(t["confusion2"].split("·")[1], table(by_col, tok, tok, heat=True)) + "</div>"
+               f'<p>{t["column_sums"]}{t["colon"]}' + ", ".join(f"{sum(col(by_col, j)):.4f}" for j in range(n))
+               + f'{t["semicolon"]}{t["row_sums_short"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in by_col) + "</p></div>")
+    step(6, t["titles"][6])
+    out.append('<div class="mats">' + figure("$O$", table(d["output"], tok, idx[:d["d_v"]])) + "</div>")
+    out.append(f'<p>{t["expanded"]}{t["colon"]}$o_1 = ' + " + ".join(f"{a:.4f}\\, v_{j + 1}" for j, a in enumerate(d["weights"][0]))
+               + "$</p>")
+    out.append(f'<div class="aside"><h4>{t["exercise5"]}</h4>' + exercise5(d, 0, t))
+    if d["causal"]:
+        out.append(f"<p>{t['exercise5_causal']}</p>" + exercise5(d, n - 1, t))
+    out.append("</div>")
+    heads = d["heads"]
+    out.append(f'<div class="aside"><h4>{t["confusion4"]}</h4><p>{t["confusion4_note"]} '
+               f'$d_k = {heads["d_model"]} / {heads["h"]} = {heads["d_k"]}${t["semicolon"]}'
+               f'$h \\cdot n^2 d_k = n^2 d_{{\\text{{model}}}}$.</p></div>')
+    return "".join(out)
+
+
+def exercise5(d, row, t):
+    o, v = d["output"][row], d["V"][row]
+    diff = [a - b for a, b in zip(o, v)]
+    i = row + 1
+    labels = [f"o{i}".translate(SUB), f"v{i}".translate(SUB), f"o{i} − v{i}".translate(SUB)]
+    return ('<div class="mats">' + figure("", table([o, v, diff], labels, None)) + "</div>"
+            f"<p>$\\lVert o_{i} - v_{i} \\rVert = {math.sqrt(sum(x * x for x in diff)):.4f}$ ({t['length']})</p>")
+
+
+def worked_example(attn, lang):
+    t = TEXT[lang]
+    radios = (f'<span>{t["scale"]}{t["colon"]}</span>' + "".join(
+        f'<label><input type="radio" name="scale-{lang}" value="{s}"{" checked" if s == "sqrt" else ""}> '
+        f'{t["scale_labels"][s]}</label>' for s in SCALES)
+        + f'<span>{t["mask"]}{t["colon"]}</span>' + "".join(
+        f'<label><input type="radio" name="causal-{lang}" value="{c}"{" checked" if c == 0 else ""}> {label}</label>'
+        for c, label in ((0, t["no_mask"]), (1, t["causal"]))))
+    variants = []
+    for scale in SCALES:
+        for causal in (0, 1):
+            d = walk_json(attn, lang, scale, causal)
+            hidden = "" if (scale, causal) == ("sqrt", 0) else " hidden"
+            variants.append(f'<div class="variant" data-scale="{scale}" data-causal="{causal}"{hidden}>{variant(d, t)}</div>')
+    script = """<script>
+(() => {  // show the variant the two radio groups select
+  const box = document.currentScript.parentElement;
+  const show = () => {
+    const [scale, causal] = [...box.querySelectorAll("input:checked")].map(i => i.value);
+    for (const v of box.querySelectorAll(".variant")) v.hidden = v.dataset.scale !== scale || v.dataset.causal !== causal;
+  };
+  box.addEventListener("change", show);
+  show();
+})();
+</script>"""
+    return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{t["intro"]}</p>'
+            f'<div class="switch">{radios}</div>{"".join(variants)}{script}</section>')
