@@ -97,7 +97,7 @@ const Text english{
     .exercise5_causal =
         "under the causal mask token 1 sees only itself: α₁₁ = 1, so o₁ = v₁. The last token sees every token:",
     .exercise5_last = "the last token",
-    .norm = "length",
+    .norm = "(length)",
     .summary = "How the shapes flowed",
     .confusion4 = "Confusion 4 · How do d_k and d_model relate?",
     .confusion4_note =
@@ -141,7 +141,7 @@ const Text chinese{
     .no_mask = "无掩码",
     .causal_mask = "因果掩码",
     .backend = "后端",
-    .shapes_title = "维度",
+    .shapes_title = "形状",
     .shapes_note = "无论 d_k 多大，S 和 α 都是 n×n：注意力 O(n²) 的开销正来自这个方阵。",
     .step1 = "第 1 步 · 输入 X",
     .step1_note = "每一行是一个词的嵌入向量；此时每个词还不了解上下文。",
@@ -192,7 +192,7 @@ const Text chinese{
     .exercise5_note = "差值就是其他词贡献的信息：o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)。",
     .exercise5_causal = "使用因果掩码时，第 1 个词只能看到自己：α₁₁ = 1，所以 o₁ = v₁。最后一个词能看到所有词：",
     .exercise5_last = "最后一个词",
-    .norm = "长度",
+    .norm = "（长度）",
     .summary = "各步的形状",
     .confusion4 = "误区 4 · d_k 与 d_model 是什么关系？",
     .confusion4_note =

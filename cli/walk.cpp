@@ -376,7 +376,7 @@ private:
         const std::string o = std::string("o") + sub(row + 1), v = std::string("v") + sub(row + 1);
         p.row_labels = {o, v, o + " − " + v};
         out_ << format_matrix(rows, p) << "  ‖" << o << " − " << v << "‖ = " << num(static_cast<float>(table.distance))
-             << " (" << t_.norm << ")\n";
+             << " " << t_.norm << "\n";
     }
 
     void summary() {
