@@ -45,11 +45,18 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 }  // namespace attn::backends
 
 attn::BuildInfo attn::build_info() {
-    return {simd::instruction_set(), simd::batch_width(), simd::openmp_built(), simd::max_threads()};
+    return {simd::instruction_set(),
+            simd::batch_width(),
+            simd::openmp_built(),
+            simd::max_threads(),
+            simd::cpu_model(),
+            simd::describe(simd::caches()),
+            simd::describe(simd::blocking())};
 }
 
 // What each backend allocates, mirroring the calls in attention.cpp: naive builds Kᵀ, the fast
-// matmuls keep one packing buffer (the largest one asked for), fused keeps scratch per thread.
+// matmuls keep their packing buffers (each as large as the largest call asked for; the sum of the
+// two calls bounds that), fused keeps scratch per thread.
 std::uint64_t attn::attention_bytes(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend) {
     const std::string what = "attention working memory";
     std::uint64_t bytes = matrix_bytes(n, d_v);  // O
@@ -58,7 +65,8 @@ std::uint64_t attn::attention_bytes(std::size_t n, std::size_t m, std::size_t d_
             bytes, checked_product(simd::fused_scratch_bytes(d_k), std::uint64_t(simd::max_threads()), what), what);
     bytes = checked_sum(bytes, matrix_bytes(n, m), what);                                  // S, then α, in one buffer
     if (backend == Backend::naive) return checked_sum(bytes, matrix_bytes(d_k, m), what);  // Kᵀ
-    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_k, m), simd::gemm_scratch_bytes(m, d_v)), what);
+    return checked_sum(
+        bytes, checked_sum(simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v), what), what);
 }
 
 std::uint64_t attn::projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
@@ -67,6 +75,7 @@ std::uint64_t attn::projection_bytes(std::size_t n, std::size_t d_model, std::si
     std::uint64_t bytes =
         checked_sum(checked_product(matrix_bytes(n, d_k), 2, what), matrix_bytes(n, d_v), what);  // Q, K, V
     if (backend == Backend::naive) return bytes;
-    return checked_sum(bytes, std::max(simd::gemm_scratch_bytes(d_model, d_k), simd::gemm_scratch_bytes(d_model, d_v)),
-                       what);
+    return checked_sum(
+        bytes, checked_sum(simd::gemm_scratch_bytes(n, d_model, d_k), simd::gemm_scratch_bytes(n, d_model, d_v), what),
+        what);
 }

@@ -11,6 +11,7 @@
 #include "attention/backends.hpp"
 #include "bench/common.hpp"
 #include "bench/gemm_steps.hpp"
+#include "bench/tuning.hpp"
 #include "matrix/ops.hpp"
 
 namespace {
@@ -128,10 +129,12 @@ void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size
     const attn::AttentionOptions options{.causal = causal, .scale = attn::Scale::sqrt_dk, .backend = b};
     attn::AttentionResult out;
     attn::scaled_dot_product_attention_into(Q, K, V, options, out);
+    const bench::BusyThreads busy;
     for (auto _ : st) {
         attn::scaled_dot_product_attention_into(Q, K, V, options, out);
         benchmark::DoNotOptimize(out.output.data());
     }
+    st.counters["threads_busy"] = busy();
     bench::set_counters(st, bench::core_flops(n, d) * (causal ? 0.5 : 1.0), bench::core_bytes(n, d));
     st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
 }
@@ -248,7 +251,12 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("simd_instruction_set", attn::simd::instruction_set());
     benchmark::AddCustomContext("simd_batch_floats", std::to_string(attn::simd::batch_width()));
     benchmark::AddCustomContext("openmp_threads", std::to_string(attn::simd::max_threads()));
+    // The machine a number was taken on, and the block sizes the kernels used there.
+    benchmark::AddCustomContext("cpu_model", attn::simd::cpu_model());
+    benchmark::AddCustomContext("caches", attn::simd::describe(attn::simd::caches()));
+    benchmark::AddCustomContext("blocks", attn::simd::describe(attn::simd::blocking()));
     register_per_backend();
+    bench::register_tuning();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -3,6 +3,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <string>
@@ -42,5 +45,29 @@ inline double peak_rss_mib() {
         if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // the value is in kB
     return -1;
 }
+
+// CPU seconds of every thread of this process (user + system), for cpu ÷ wall: "threads_busy".
+inline double process_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    const auto seconds = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+    return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
+// How many threads were busy on average over the timed loop: CPU time of the whole process ÷ wall
+// time. 2.0 on two threads means neither ever waited. OpenMP threads that wait spin before they
+// sleep, and spinning counts as busy: run with OMP_WAIT_POLICY=passive to see the waiting.
+class BusyThreads {
+public:
+    BusyThreads() : cpu_(process_cpu_seconds()), start_(std::chrono::steady_clock::now()) {}
+    double operator()() const {
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        return wall > 0 ? (process_cpu_seconds() - cpu_) / wall : 0.0;
+    }
+
+private:
+    double cpu_;
+    std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace bench

@@ -28,7 +28,8 @@ Commands:
 
 Options:
   -h, --help  this text (and `attn <command> --help` for a command's options)
-  --version   version, the instruction set the kernels were compiled for, OpenMP threads
+  --version   version, the instruction set the kernels were compiled for, OpenMP threads, the CPU,
+              its caches and the block sizes derived from them
 )";
 
 int run(const std::vector<std::string>& args) {
@@ -47,7 +48,7 @@ int run(const std::vector<std::string>& args) {
         std::cout << "attn 0.1.0\n"
                   << "simd: " << b.instruction_set << ", " << b.batch_width << " floats per batch\n"
                   << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built"))
-                  << "\n";
+                  << "\ncpu: " << b.cpu << "\ncaches: " << b.caches << "\nblocks: " << b.blocks << "\n";
         return 0;
     }
     if (command == "walk") return attn::cli::walk_command(rest);

@@ -53,6 +53,8 @@ def collect(runs):
     for r in runs:
         family, args = parse_name(r["name"])
         gflops = r.get("GFLOPs", 0.0)
+        if family.startswith("tune_"):
+            continue  # the block-size sweep: --tuning prints it
         if family == "peak_fma":
             peak[args["threads"]] = gflops
             continue
@@ -86,11 +88,40 @@ def steps_markdown(steps, peak):
     return "\n".join(out) + "\n"
 
 
+def machine(context):
+    """Which machine and build the numbers are from, as the benchmark recorded it."""
+    return (f"Machine: {context.get('cpu_model', 'CPU model not recorded')}, {context.get('num_cpus')} CPUs at "
+            f"{context.get('mhz_per_cpu')} MHz; caches: {context.get('caches', 'not recorded')}. Build: xsimd "
+            f"`{context.get('simd_instruction_set')}` ({context.get('simd_batch_floats')} floats per batch), "
+            f"{context.get('openmp_threads')} OpenMP threads; blocks: {context.get('blocks', 'not recorded')}. "
+            f"Date: {context.get('date')}.")
+
+
+def tuning(runs, context):
+    """The sweep of bench/tuning.cpp: per family and per size varied, every value's GFLOP/s, the
+    best, and the model's choice beside it."""
+    out = [machine(context), ""]
+    for family, sizes in (("tune_gemm", ("kc", "mc")), ("tune_core", ("kc", "mc")), ("tune_fused", ("rows", "keys"))):
+        found = [(parse_name(r["name"])[1], r.get("GFLOPs", 0.0), r.get("label", "")) for r in runs
+                 if parse_name(r["name"])[0] == family]
+        model = next((args for args, _, label in found if label == "model"), None)
+        if not model:
+            continue
+        for varied in sizes:
+            others = [x for x in sizes if x != varied]
+            row = sorted((args[varied], g) for args, g, _ in found if all(args[o] == model[o] for o in others))
+            best = max(row, key=lambda vg: vg[1])
+            at_model = dict(row)[model[varied]]
+            out.append(f"{family} {varied}" + "".join(f" ({o} = {model[o]})" for o in others) + ": " +
+                       ", ".join(f"{v}: {g:.1f}" for v, g in row) + " GFLOP/s")
+            out.append(f"  best {varied} = {best[0]} ({best[1]:.1f}); model {varied} = {model[varied]} "
+                       f"({at_model:.1f}, {100 * at_model / best[1]:.0f}% of the best)")
+    return "\n".join(out) + "\n"
+
+
 def markdown(table, peak, context):
     out = []
-    out.append(f"Machine: {context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
-               f"xsimd `{context.get('simd_instruction_set')}` ({context.get('simd_batch_floats')} floats per batch), "
-               f"{context.get('openmp_threads')} OpenMP threads. Date: {context.get('date')}.")
+    out.append(machine(context))
     out.append("")
     out.append("Measured FMA peak: " + ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items())))
     families = []
@@ -199,8 +230,12 @@ def main():
     ap.add_argument("--markdown", help="write the tables here (default: stdout)")
     ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
     ap.add_argument("--plot-long", help="write a PNG plot of time and memory, materialised vs fused, here")
+    ap.add_argument("--tuning", action="store_true", help="print the block-size sweep (scripts/dev tune) instead")
     a = ap.parse_args()
     context, runs = load(a.json)
+    if a.tuning:
+        sys.stdout.write(tuning(runs, context))
+        return
     table, peak, steps = collect(runs)
     text = markdown(table, peak, context) + (steps_markdown(steps, peak) if steps else "")
     if a.markdown:

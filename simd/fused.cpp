@@ -39,10 +39,10 @@ namespace attn::simd {
 
 namespace {
 
-// Each block packs every K/V tile it visits, so the packing cost is divided by BR. Measured at
-// n = 4096 (BM_core_long, 2 threads): BR = 48 gave 225 GFLOP/s, BR = 192 gives ~275.
-constexpr std::size_t BR = 32 * MR;  // query rows per block (192 with MR = 6)
-constexpr std::size_t BC = 256;      // keys per tile: the BR×BC score block is 192 KiB, in L2
+// Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
+// when that leaves a thread idle; BC = blocking.fused_keys keys per tile. Each block packs every
+// K/V tile it visits, so the packing cost is divided by BR: BR = 48 gave 225 GFLOP/s against ~275
+// for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
@@ -50,15 +50,15 @@ using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
 // One thread's scratch space, kept from call to call (first touch of fresh memory is slow).
 struct Scratch {
     Buffer scores, k_panel, v_panel, row_max, row_sum;
-    void fit(std::size_t d_k) {
+    void fit(std::size_t d_k, std::size_t rows, std::size_t keys) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) b.resize(n);
         };
-        grow(scores, BR * BC);
+        grow(scores, rows * keys);
         grow(k_panel, d_k * NR);
-        grow(v_panel, BC * NR);
-        grow(row_max, BR);
-        grow(row_sum, BR);
+        grow(v_panel, keys * NR);
+        grow(row_max, rows);
+        grow(row_sum, rows);
     }
 };
 
@@ -67,6 +67,7 @@ struct Problem {
     float scale;
     bool causal;
     Matrix& O;
+    std::size_t BR, BC;  // query rows per block, keys per tile (the score block's row stride)
 };
 
 void scale_row(float* x, std::size_t n, float c) {
@@ -80,11 +81,13 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
         pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panel.data());
         for (std::size_t r = 0; r < rows; r += MR)
             run_microkernel(std::min(MR, rows - r), d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
-                            s.scores.data() + r * BC + q * NR, BC, std::min(NR, cols - q * NR), true, true, p.scale);
+                            s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
+                            p.scale);
     }
     if (p.causal && j0 + cols > i0 + 1) {  // the tile reaches past the diagonal of some row: mask it
         for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = (i0 + r + 1 > j0 ? i0 + r + 1 - j0 : 0); j < cols; ++j) s.scores[r * BC + j] = neg_inf;
+            for (std::size_t j = (i0 + r + 1 > j0 ? i0 + r + 1 - j0 : 0); j < cols; ++j)
+                s.scores[r * p.BC + j] = neg_inf;
     }
 }
 
@@ -92,7 +95,7 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
 void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t cols, Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t r = 0; r < rows; ++r) {
-        const std::span<float> tile(s.scores.data() + r * BC, cols);
+        const std::span<float> tile(s.scores.data() + r * p.BC, cols);
         float& m = s.row_max[r];
         const float m_new = std::fmax(m, row_max(tile));
         if (m_new == neg_inf) {  // nothing visible yet in this row: the tile contributes nothing
@@ -113,7 +116,7 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
         for (std::size_t r = 0; r < rows; r += MR)
-            run_microkernel(std::min(MR, rows - r), cols, s.scores.data() + r * BC, BC, s.v_panel.data(), NR,
+            run_microkernel(std::min(MR, rows - r), cols, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
                             p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
     }
 }
@@ -121,12 +124,12 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
 // Rows [i0, i0+rows) of O, start to finish, on one thread.
 void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s) {
     const std::size_t m_keys = p.K.rows(), d_v = p.V.cols();
-    std::fill(s.row_max.begin(), s.row_max.begin() + BR, neg_inf);
-    std::fill(s.row_sum.begin(), s.row_sum.begin() + BR, 0.0f);
+    std::fill(s.row_max.begin(), s.row_max.begin() + rows, neg_inf);
+    std::fill(s.row_sum.begin(), s.row_sum.begin() + rows, 0.0f);
     std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);
     const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no tile past the block
-    for (std::size_t j0 = 0; j0 < end; j0 += BC) {
-        const std::size_t cols = std::min(BC, m_keys - j0);
+    for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
+        const std::size_t cols = std::min(p.BC, m_keys - j0);
         tile_scores(p, i0, rows, j0, cols, s);
         online_softmax_update(p, i0, rows, cols, s);
         accumulate_values(p, i0, rows, j0, cols, s);
@@ -140,34 +143,43 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
 }  // namespace
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k) {
+    const std::size_t BR = blocking().fused_rows, BC = blocking().fused_keys;
     const std::uint64_t floats =
         checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads) {
+                          Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     if (K.rows() != V.rows()) {
         throw std::invalid_argument("fused_attention: K (" + shape_string(K) + ") and V (" + shape_string(V) +
                                     ") must have the same number of rows");
     }
     O.resize_for_overwrite(Q.rows(), V.cols());
-    const Problem p{Q, K, V, scale, causal, O};
-    const auto blocks = static_cast<std::ptrdiff_t>((Q.rows() + BR - 1) / BR);
-    // dynamic: causal blocks near the bottom have more tiles; any thread may take any block, and the
-    // result does not depend on which one does.
+    const std::size_t n = Q.rows();
     [[maybe_unused]] const bool team =
-        use_team(threads, 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols()),
-                 static_cast<std::uint64_t>(blocks));
+        use_team(threads, 2.0 * double(n) * double(K.rows()) * double(Q.cols() + V.cols()), (n + MR - 1) / MR);
+    // Balance: as many blocks as threads, or a multiple. (With 192-row blocks, n = 1024 made 6
+    // blocks, the last of 64 rows: one thread did 576 rows, the other 448.) Causal blocks cost more
+    // the lower they are (block b visits b + 1 diagonals' worth of tiles), so there they are cut 8 per
+    // thread and handed out dynamically, the most expensive first: whoever finishes early takes the
+    // cheap ones at the end. Smaller causal blocks also waste less: the rows of a block visit every
+    // tile up to the block's last row, past their own diagonal. A row's result does not depend on
+    // the block it falls in: tiles start at multiples of BC, and a tile wholly in a row's future
+    // adds exactly 0 to it.
+    const std::size_t rows =
+        balanced_rows(n, blocking.fused_rows, team ? std::size_t(max_threads()) : 1, causal ? 8 : 1);
+    const Problem p{Q, K, V, scale, causal, O, rows, blocking.fused_keys};
+    const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
 #pragma omp parallel if (team)
     {
         thread_local Scratch scratch;
-        scratch.fit(Q.cols());
+        scratch.fit(Q.cols(), p.BR, p.BC);
 #pragma omp for schedule(dynamic)
-        for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-            const std::size_t i0 = static_cast<std::size_t>(b) * BR;
-            attend_block(p, i0, std::min(BR, Q.rows() - i0), scratch);
+        for (std::ptrdiff_t b = blocks - 1; b >= 0; --b) {  // the bottom (causal: largest) block first
+            const std::size_t i0 = static_cast<std::size_t>(b) * p.BR;
+            attend_block(p, i0, std::min(p.BR, n - i0), scratch);
         }
     }
 }

@@ -9,9 +9,15 @@
 // 2. A register tile (simd/microkernel.hpp). Keep an MR×NR block of C (6×16 with AVX2) in 12 vector
 //    registers for the whole k loop: C is read and written once instead of k times, and each loaded
 //    row of B serves 6 rows of A.
-// 3. Cache blocks and packing. Copy a KC×NR strip of B (a "panel") into contiguous memory once and
-//    reuse it against every MR-row strip of A: the panel (16 KiB with AVX2, 32 KiB with AVX-512)
-//    stays in L1, the MC×KC block of A being swept (72 KiB) in L2, all KC×NC panels in L3.
+// 3. Cache blocks and packing. Copy a kc×NR strip of B (a "panel") into contiguous memory once and
+//    reuse it against every MR-row strip of A: the panel stays in L1, the mc×kc block of A being
+//    swept in L2, all kc×nc panels in L3. The three sizes come from the running CPU's caches
+//    (simd/blocking.cpp; on a Zen 3 core kc = 320, mc = 306: a 20 KiB panel, a 383 KiB block).
+//    The A block is copied too, into one contiguous mc×kc block: left in place, its rows are a
+//    whole row of A apart (4 KiB for k = 1024), so they all fall into the same few sets of L2 and
+//    evict each other long before L2 is full. Measured (BM_tune_gemm, 1024³, one thread, kc = 288,
+//    Intel Xeon family 6 model 207, L2 2 MiB 16-way): with A in place 82 GFLOP/s at mc = 1026
+//    against 104–111 at mc = 36–72; packed, see docs/performance.md.
 //
 // What each step bought (BM_gemm_steps, 1024³, one thread, AVX-512 machine of docs/performance.md,
 // whose FMA peak measured 212 GFLOP/s):
@@ -35,22 +41,32 @@ namespace attn::simd {
 
 namespace {
 
-constexpr std::size_t KC = 256;   // depth of a packed panel: KC×NR floats, 16 or 32 KiB, fits L1
-constexpr std::size_t MC = 72;    // rows of A per block (a multiple of MR): MC×KC floats = 72 KiB, fits L2
-constexpr std::size_t NC = 2048;  // columns packed at once: KC×NC floats = 2 MiB, fits L3
-
 // The packing buffer is allocated once per calling thread and reused by later calls: fresh memory
 // costs ~1 ms per MiB to touch for the first time on this machine, more than packing itself.
-float* packing_buffer(std::size_t floats) {
-    thread_local std::vector<float, AlignedAllocator<float, matrix_alignment>> buffer;
+// Two of them per thread: panels of B (shared by the team: the calling thread's) and the block of
+// A (each thread its own).
+enum class Pack { B, A };
+float* packing_buffer(Pack which, std::size_t floats) {
+    thread_local std::vector<float, AlignedAllocator<float, matrix_alignment>> buffers[2];
+    auto& buffer = buffers[which == Pack::A];
     if (buffer.size() < floats) buffer.resize(floats);
     return buffer.data();
 }
 
+// Rows [ic, ic+mc) × columns [pc, pc+kc) of A, copied to one contiguous block (row stride kc).
+const float* pack_block(const Matrix& A, std::size_t ic, std::size_t mc, std::size_t pc, std::size_t kc) {
+    float* block = packing_buffer(Pack::A, mc * kc);
+    for (std::size_t i = 0; i < mc; ++i) std::memcpy(block + i * kc, A.row(ic + i).data() + pc, kc * sizeof(float));
+    return block;
+}
+
 // C = scale·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
 // panels) → row block ic → panel → MR-row strip → microkernel. Threads split the packing, then the
-// row blocks; each C element is written by exactly one thread.
-void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix& C, Threads threads) {
+// row blocks; each C element is written by exactly one thread. Row blocks are at most mc rows and
+// as many as a multiple of the threads, so that no thread waits on a short last block; the block
+// height does not change any result (every element is one FMA chain over p).
+void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix& C, Threads threads,
+          const Blocking& blocking) {
     const std::size_t m = A.rows(), k = A.cols(), n = layout == BLayout::k_by_n ? B.cols() : B.rows();
     C.resize_for_overwrite(m, n);
     if (C.empty()) return;
@@ -58,10 +74,15 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
         std::fill(C.data(), C.data() + C.size(), 0.0f);  // empty sums
         return;
     }
-    float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
-    const std::size_t lda = A.cols(), ldc = C.cols();
+    // Depth blocks of equal size, at most kc: k = 2048 with kc = 288 makes 8 blocks of 256 rather
+    // than 7 of 288 and a last one of 32, which would pay a full pass over C for 1/9 of the work.
+    const std::size_t depth_blocks = (k + blocking.kc - 1) / blocking.kc;
+    const std::size_t KC = std::min(round_up((k + depth_blocks - 1) / depth_blocks, 8), blocking.kc), NC = blocking.nc;
+    float* const packed = packing_buffer(Pack::B, std::min(KC, k) * round_up(std::min(NC, n), NR));
+    const std::size_t ldc = C.cols();
 
-    [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), (m + MC - 1) / MC);
+    [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), (m + MR - 1) / MR);
+    const std::size_t MC = balanced_rows(m, blocking.mc, team ? std::size_t(max_threads()) : 1, 1);
 #pragma omp parallel if (team)
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
@@ -78,11 +99,12 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
 #pragma omp for schedule(static)
             for (std::ptrdiff_t block = 0; block < static_cast<std::ptrdiff_t>((m + MC - 1) / MC); ++block) {
                 const std::size_t ic = static_cast<std::size_t>(block) * MC, mc = std::min(MC, m - ic);
+                const float* a_block = pack_block(A, ic, mc, pc, kc);
                 for (std::ptrdiff_t q = 0; q < panels; ++q) {
                     const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
                     const float* panel = packed + static_cast<std::size_t>(q) * kc * NR;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
-                        run_microkernel(std::min(MR, mc - ir), kc, A.data() + (ic + ir) * lda + pc, lda, panel, NR,
+                        run_microkernel(std::min(MR, mc - ir), kc, a_block + ir * kc, kc, panel, NR,
                                         C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
                     }
                 }
@@ -94,20 +116,24 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
 
 }  // namespace
 
-std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n) {
-    return matrix_bytes(std::min(KC, k), round_up(std::min(NC, n), NR));
+std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
+    const Blocking& b = blocking();
+    const std::uint64_t a_blocks = checked_product(matrix_bytes(std::min(b.mc, round_up(m, MR)), std::min(b.kc, k)),
+                                                   std::uint64_t(std::max(max_threads(), 1)), "packed blocks of A");
+    return checked_sum(matrix_bytes(std::min(b.kc, k), round_up(std::min(b.nc, n), NR)), a_blocks, "GEMM scratch");
 }
 
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
-void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads) {
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {
     check_matmul_shapes("matmul", A, B);
-    gemm(A, B, BLayout::k_by_n, 1.0f, C, threads);
+    gemm(A, B, BLayout::k_by_n, 1.0f, C, threads, blocking);
 }
 
 // [fast scores] S' = c·Q·Kᵀ: steps 3 and 4 in one pass; panels of Kᵀ are packed from rows of K
-void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads) {
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
+                            const Blocking& blocking) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);
-    gemm(A, B, BLayout::transposed, scale, C, threads);
+    gemm(A, B, BLayout::transposed, scale, C, threads, blocking);
 }
 
 }  // namespace attn::simd

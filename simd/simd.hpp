@@ -12,6 +12,7 @@
 #include <string>
 
 #include "matrix/matrix.hpp"
+#include "simd/blocking.hpp"
 
 namespace attn::simd {
 
@@ -21,22 +22,29 @@ enum class Threads {
           // work too small to be worth a team runs on the calling thread (simd/threads.hpp)
 };
 
+// The products and the fused kernel take their block sizes from `blocking`: by default the running
+// CPU's (simd/blocking.hpp); the tuning sweep of bench/ passes others. Results do not depend on them
+// beyond the order of float sums over the depth (kc), and not at all on the row blocks.
+
 // C = A·B                 (m×k)·(k×n) → (m×n)
-void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads);
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads,
+                 const Blocking& blocking = simd::blocking());
 
 // C = scale·(A·Bᵀ)        (m×k)·(n×k)ᵀ → (m×n);  C_ij = scale·(a_i·b_j), rows of A against rows of B.
 // With A = Q, B = K and scale = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
-void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads);
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
+                            const Blocking& blocking = simd::blocking());
 
 // O = softmax(c·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads);
+                          Threads threads, const Blocking& blocking = simd::blocking());
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
-// matmul/matmul_transposed keep one packing buffer per calling thread for depth k and width n;
+// matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread and
+// a packed block of A (m rows) on every thread of the team;
 // fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
-std::uint64_t gemm_scratch_bytes(std::size_t k, std::size_t n);
+std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
 std::uint64_t fused_scratch_bytes(std::size_t d_k);
 
 // S_ij ← −∞ for j > i (S square).

@@ -105,16 +105,22 @@ TEST_CASE("simd A·B and scale·A·Bᵀ equal naive for every size 1 to 70 in ea
 }
 
 TEST_CASE("simd products across every cache-block boundary", "[simd][matmul][large]") {
-    // k > 256 crosses a depth block (partial sums stored and reloaded), m > 72 a row block,
-    // n > 2048 a column block.
+    // With this CPU's blocks and with small ones that every size here crosses: k > kc crosses a
+    // depth block (partial sums stored and reloaded), m > mc a row block, n > nc a column block.
     std::mt19937 rng(4);
     const Threads t = GENERATE(Threads::one, Threads::all);
-    for (const auto [m, k, n] : {std::array<std::size_t, 3>{150, 600, 97}, {7, 3, 2100}, {300, 64, 300}}) {
-        INFO("m=" << m << " k=" << k << " n=" << n);
-        const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng), Bt = attn::transpose(B);
-        const Matrix want = attn::matmul(A, B);
-        check_close(simd_matmul(A, B, t), want, 1e-4f);
-        check_close(simd_matmul_transposed(A, Bt, 1.0f, t), want, 1e-4f);
+    const attn::simd::Blocking small{.kc = 40, .mc = 18, .nc = 64, .fused_rows = 12, .fused_keys = 40};
+    for (const attn::simd::Blocking& blocks : {attn::simd::blocking(), small}) {
+        for (const auto [m, k, n] : {std::array<std::size_t, 3>{150, 600, 97}, {7, 3, 2100}, {300, 64, 300}}) {
+            INFO("m=" << m << " k=" << k << " n=" << n << " kc=" << blocks.kc << " mc=" << blocks.mc);
+            const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng), Bt = attn::transpose(B);
+            const Matrix want = attn::matmul(A, B);
+            Matrix got;
+            attn::simd::matmul_into(A, B, got, t, blocks);
+            check_close(got, want, 1e-4f);
+            attn::simd::matmul_transposed_into(A, Bt, 1.0f, got, t, blocks);
+            check_close(got, want, 1e-4f);
+        }
     }
 }
 

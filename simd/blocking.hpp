@@ -1,0 +1,53 @@
+// simd/blocking.hpp — block sizes for the GEMM and the fused kernel, derived from the caches of the
+// CPU the program runs on (simd/blocking.cpp tells the model step by step).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace attn::simd {
+
+// One data cache level: total bytes, ways of associativity, bytes per line, and how many logical
+// CPUs share it. Zero fields mean "not reported".
+struct CacheLevel {
+    std::size_t bytes = 0, ways = 0, line = 0, shared_by = 1;
+};
+
+struct Caches {
+    CacheLevel l1d, l2, l3;
+    std::string source;  // "sysfs", "sysconf", or "fallback" (a Zen 3 core: 32 KiB, 512 KiB, 32 MiB)
+};
+
+// Read once from /sys/devices/system/cpu/cpu0/cache (Linux, x86 and ARM), else sysconf, else the
+// fallback; a level that neither reports takes the fallback's numbers.
+const Caches& caches();
+
+// The block sizes every kernel uses (a model, not a measurement: `scripts/dev tune` checks it).
+struct Blocking {
+    std::size_t kc;          // depth of a packed panel (GEMM), from L1
+    std::size_t mc;          // rows of A per block (GEMM), a multiple of MR, from L2
+    std::size_t nc;          // columns of B per block (GEMM), a multiple of NR, from L3
+    std::size_t fused_rows;  // query rows per block (fused), a multiple of MR, from L2
+    std::size_t fused_keys;  // keys per tile (fused), from L1
+};
+
+// The model applied to any caches (pure: the tests feed it Zen 3's and this machine's).
+Blocking blocking_for(const Caches& c);
+
+// blocking_for(caches()), computed once.
+const Blocking& blocking();
+
+// Rows per block for `rows` rows on `threads` threads: at most `most`, a multiple of MR, and so
+// many blocks that every thread gets the same number, at least `blocks_per_thread` of them. With
+// dynamic scheduling several blocks per thread also even out blocks of unequal cost (causal).
+std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t threads, std::size_t blocks_per_thread);
+
+// "L1d 48 KiB 12-way, L2 2 MiB 16-way, L3 260 MiB 20-way shared by 2 (sysfs)"
+std::string describe(const Caches& c);
+// "kc 288, mc 1590, nc 7040; fused: 906 query rows × 288 keys"
+std::string describe(const Blocking& b);
+
+// The CPU's model name as the OS reports it ("AMD EPYC 7B13", …), or "unknown".
+std::string cpu_model();
+
+}  // namespace attn::simd

@@ -1,0 +1,124 @@
+// The block sizes of simd/blocking.cpp: the cache model on the reference machine's caches (the
+// numbers its comment derives by hand), its invariants on any caches, the balance of row blocks
+// between threads, and that row blocks change no result.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "matrix/random.hpp"
+#include "simd/microkernel.hpp"
+#include "simd/simd.hpp"
+
+using attn::Matrix;
+using attn::simd::Blocking;
+using attn::simd::Caches;
+using attn::simd::MR;
+using attn::simd::NR;
+
+namespace {
+
+const Caches zen3{
+    .l1d = {32 << 10, 8, 64, 1}, .l2 = {512 << 10, 8, 64, 1}, .l3 = {32 << 20, 16, 64, 8}, .source = "test"};
+const Caches xeon{
+    .l1d = {48 << 10, 12, 64, 1}, .l2 = {2 << 20, 16, 64, 1}, .l3 = {260 << 20, 20, 64, 2}, .source = "test"};
+const Caches neoverse{
+    .l1d = {64 << 10, 4, 64, 1}, .l2 = {1 << 20, 8, 64, 1}, .l3 = {32 << 20, 16, 64, 64}, .source = "test"};
+
+bool same_bits(const Matrix& a, const Matrix& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the cache model gives the sizes derived by hand, for this build's tile width", "[simd][blocking]") {
+    // simd/blocking.cpp derives the NR = 16 (AVX2) figures on Zen 3 and the NR = 32 (AVX-512) ones
+    // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: w_B = ⌊7·8/14⌋ = 4 → kc = 4·64·64/32 = 512, the
+    // panel takes 1 way of L2 → mc = 6·65536/2048 = 192, nc = 2 MiB/2048 = 1024, BR = 256 KiB/2048 = 128 → 126.
+    const Caches& c = NR == 32 ? xeon : zen3;
+    const Blocking b = attn::simd::blocking_for(c);
+    INFO("NR = " << NR << ": " << attn::simd::describe(b));
+    const Blocking want = NR == 16   ? Blocking{.kc = 320, .mc = 306, .nc = 1632, .fused_rows = 204, .fused_keys = 320}
+                          : NR == 32 ? Blocking{.kc = 288, .mc = 1590, .nc = 8192, .fused_rows = 906, .fused_keys = 288}
+                                     : Blocking{.kc = 512, .mc = 192, .nc = 1024, .fused_rows = 126, .fused_keys = 512};
+    CHECK(b.kc == want.kc);
+    CHECK(b.mc == want.mc);
+    CHECK(b.nc == want.nc);
+    CHECK(b.fused_rows == want.fused_rows);
+    CHECK(b.fused_keys == want.fused_keys);
+}
+
+TEST_CASE("the cache model's sizes fit the caches they were derived from, on any caches", "[simd][blocking]") {
+    for (const Caches& c : {zen3, xeon, neoverse, attn::simd::caches()}) {
+        INFO(attn::simd::describe(c));
+        const Blocking b = attn::simd::blocking_for(c);
+        INFO(attn::simd::describe(b));
+        CHECK(b.kc * NR * sizeof(float) <= c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the B panel, one way free
+        CHECK(b.mc % MR == 0);
+        CHECK(b.mc * b.kc * sizeof(float) <= c.l2.bytes * (c.l2.ways - 1) / c.l2.ways);  // the A block, one way free
+        CHECK(b.nc % NR == 0);
+        CHECK(b.fused_rows % MR == 0);
+        CHECK(b.fused_rows * b.fused_keys * sizeof(float) <= c.l2.bytes / 2);
+    }
+}
+
+TEST_CASE("the caches found here are complete and printed", "[simd][blocking]") {
+    const Caches& c = attn::simd::caches();
+    for (const auto* level : {&c.l1d, &c.l2, &c.l3}) {
+        CHECK(level->bytes > 0);
+        CHECK(level->ways > 0);
+        CHECK(level->line > 0);
+    }
+    CHECK((c.source == "sysfs" || c.source == "sysconf" || c.source == "fallback"));
+    CHECK_THAT(attn::simd::describe(c), Catch::Contains("L1d ") && Catch::Contains("L2 ") && Catch::Contains("L3 "));
+    CHECK_THAT(attn::simd::describe(attn::simd::blocking()), Catch::StartsWith("kc "));
+}
+
+TEST_CASE("row blocks: each thread gets the same number, at most `most` rows each", "[simd][blocking]") {
+    // The case of the issue: n = 1024 in 192-row blocks made 6 blocks, the last of 64 rows, so one of
+    // two threads did 576 rows and the other 448.
+    CHECK(attn::simd::balanced_rows(1024, 192, 2, 1) == 174);  // 6 blocks: 3 × 174 = 522 and 2 × 174 + 154 = 502
+    for (std::size_t n : {1, 5, 6, 7, 100, 1000, 1024, 2048, 4097}) {
+        for (std::size_t most : {6, 48, 192, 906}) {
+            for (std::size_t threads : {1, 2, 3}) {
+                for (std::size_t per : {1, 4}) {
+                    const std::size_t rows = attn::simd::balanced_rows(n, most, threads, per);
+                    INFO("n=" << n << " most=" << most << " threads=" << threads << " per=" << per << " → " << rows);
+                    CHECK(rows % MR == 0);
+                    CHECK(rows >= MR);
+                    CHECK(rows <= most);
+                    const std::size_t blocks = (n + rows - 1) / rows;
+                    // Enough blocks for every thread whenever there are rows enough.
+                    if (n >= threads * per * MR && (n + most - 1) / most <= threads * per) CHECK(blocks >= threads);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("row block heights change no bit of the products or of fused attention", "[simd][blocking]") {
+    std::mt19937 rng(31);
+    const Matrix A = attn::random_matrix(301, 70, rng), B = attn::random_matrix(70, 45, rng);
+    const Matrix Q = attn::random_matrix(333, 24, rng), K = attn::random_matrix(333, 24, rng),
+                 V = attn::random_matrix(333, 20, rng);
+    Blocking blocks = attn::simd::blocking();
+    Matrix first_product, first_fused[2];
+    for (std::size_t rows : {MR, 8 * MR, 32 * MR, 151 * MR}) {
+        INFO("rows per block ≤ " << rows);
+        blocks.mc = blocks.fused_rows = rows;
+        Matrix product, fused[2];
+        attn::simd::matmul_into(A, B, product, attn::simd::Threads::all, blocks);
+        for (int causal = 0; causal < 2; ++causal)
+            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, fused[causal], attn::simd::Threads::all, blocks);
+        if (first_product.empty()) {
+            first_product = product;
+            first_fused[0] = fused[0];
+            first_fused[1] = fused[1];
+            continue;
+        }
+        CHECK(same_bits(product, first_product));
+        CHECK(same_bits(fused[0], first_fused[0]));
+        CHECK(same_bits(fused[1], first_fused[1]));
+    }
+}
