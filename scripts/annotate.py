@@ -34,7 +34,7 @@ KATEX = Path("/usr/share/javascript/katex")
 ORDER = ["attention/attention.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
+         "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
          "attention/experiments.hpp", "attention/experiments.cpp", "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp",
          "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
 MARKER = re.compile(r"\[((?:step|steps|naive|fast|fused) [^\]\n]*)\]")
@@ -179,6 +179,7 @@ section.pair { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3f
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: .2rem .5rem; }
 img { max-width: 100%; }
 .katex-display { overflow-x: auto; overflow-y: hidden; }
+main pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 figure.diagram { margin: 1rem 0; } figure.diagram svg { width: 100%; max-width: 1080px; height: auto; }
 figure.diagram figcaption { font-size: 13px; color: #555; }
 svg .node rect { fill: #eef3fd; stroke: #3b6fd8; stroke-width: 1.5; } svg .node:hover rect { fill: #dbe6fb; }

@@ -1,9 +1,11 @@
 // simd/blocking.cpp — how big the blocks are, from the caches of the running CPU.
 //
 // The GEMM (simd/gemm.cpp) keeps three things in three caches while the microkernel runs:
+//
 //   - a micro-panel of B, kc × NR floats, reused by every MR-row strip of the A block → L1;
 //   - the block of A, mc × kc floats, reused by every micro-panel of B → L2;
 //   - the packed block of B, kc × nc floats, reused by every block of A → L3.
+//
 // After the analytical model of Low, Igual, Smith and Quintana-Ortí ("Analytical Modeling Is Enough
 // for High-Performance BLIS", ACM TOMS 43(2), 2016), a cache of W ways is shared out by ways, not by
 // bytes: what must stay gets whole ways, what streams through gets the rest, and one way is left
