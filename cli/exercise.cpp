@@ -193,11 +193,14 @@ void exercise2(const Options& o, std::ostream& out) {
 }
 
 // What a fitted time exponent says, in words that follow from its value.
-std::string describe_exponent(Lang l, const char* name, double p) {
-    std::string s = std::string("    ") + name + " " + fixed(p, 2) + tr(l, ": ", "：");
-    if (std::abs(p - 2.0) <= 0.15)
+// The words are chosen from the value as printed (2 decimals), so that "2.15: close to 2" and
+// "2.15: above 2" cannot both be read off the same screen.
+std::string describe_exponent(Lang l, const char* name, double exact) {
+    const long hundredths = std::lround(exact * 100);  // the value as printed, in hundredths
+    std::string s = std::string("    ") + name + " " + fixed(double(hundredths) / 100, 2) + tr(l, ": ", "：");
+    if (std::abs(hundredths - 200) <= 15)
         return s + tr(l, "close to 2, as the count of scores.\n", "接近 2，与分数个数一致。\n");
-    if (p < 2.0)
+    if (hundredths < 200)
         return s + tr(l, "below 2: fixed costs weigh more at small n than at large n.\n",
                       "低于 2：小 n 时固定开销所占比例更大。\n");
     return s + tr(l, "above 2: each score costs more at large n (the n×n matrices outgrow the caches).\n",

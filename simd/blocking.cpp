@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "simd/microkernel.hpp"
 
@@ -72,15 +73,15 @@ std::size_t parse_size(const std::string& s) {
     return value;
 }
 
-// "0-1" → 2, "0,2,4" → 3, "5" → 1.
+// "0-1" → 2, "0,2,4" → 3, "5" → 1; anything unreadable counts as one CPU.
 std::size_t count_cpus(const std::string& list) {
     std::size_t count = 0;
     std::stringstream in(list);
     for (std::string range; std::getline(in, range, ',');) {
         const auto dash = range.find('-');
-        if (range.empty()) continue;
-        count +=
-            dash == std::string::npos ? 1 : std::stoul(range.substr(dash + 1)) - std::stoul(range.substr(0, dash)) + 1;
+        const std::size_t first = parse_size(range.substr(0, dash));
+        const std::size_t last = dash == std::string::npos ? first : parse_size(range.substr(dash + 1));
+        if (!range.empty()) count += last >= first ? last - first + 1 : 1;
     }
     return std::max<std::size_t>(count, 1);
 }
@@ -127,7 +128,9 @@ void fill_gaps(CacheLevel& level, const CacheLevel& assumed) {
 
 std::size_t round_down(std::size_t x, std::size_t unit) { return std::max(x / unit, std::size_t{1}) * unit; }
 
-std::size_t sets(const CacheLevel& c) { return std::max<std::size_t>(c.bytes / (c.ways * c.line), 1); }
+std::size_t sets(const CacheLevel& c) {
+    return std::max<std::size_t>(c.bytes / (std::max<std::size_t>(c.ways, 1) * std::max<std::size_t>(c.line, 1)), 1);
+}
 
 std::string kib(std::size_t bytes) {
     return bytes >= (1u << 20) && bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
@@ -175,6 +178,16 @@ Blocking blocking_for(const Caches& c) {
 const Blocking& blocking() {
     static const Blocking chosen = blocking_for(caches());
     return chosen;
+}
+
+void check_blocking(const std::string& who, const Blocking& b) {
+    const auto fail = [&](const std::string& what) {
+        throw std::invalid_argument(who + ": block sizes " + describe(b) + ": " + what);
+    };
+    if (b.kc == 0 || b.fused_keys == 0) fail("kc and the keys per tile must be at least 1");
+    if (b.mc == 0 || b.mc % MR || b.fused_rows == 0 || b.fused_rows % MR)
+        fail("mc and the query rows per block must be positive multiples of MR = " + std::to_string(MR));
+    if (b.nc == 0 || b.nc % NR) fail("nc must be a positive multiple of NR = " + std::to_string(NR));
 }
 
 std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t threads, std::size_t blocks_per_thread) {

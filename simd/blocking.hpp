@@ -34,6 +34,10 @@ struct Blocking {
 // The model applied to any caches (pure: the tests feed it Zen 3's and this machine's).
 Blocking blocking_for(const Caches& c);
 
+// Throws std::invalid_argument, naming `who` and the sizes, unless kc and the keys per tile are ≥ 1,
+// mc and the query rows per block are positive multiples of MR, and nc one of NR.
+void check_blocking(const std::string& who, const Blocking& b);
+
 // blocking_for(caches()), computed once.
 const Blocking& blocking();
 

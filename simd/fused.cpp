@@ -152,6 +152,7 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
+    check_blocking("fused_attention", blocking);
     if (K.rows() != V.rows()) {
         throw std::invalid_argument("fused_attention: K (" + shape_string(K) + ") and V (" + shape_string(V) +
                                     ") must have the same number of rows");

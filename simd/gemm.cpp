@@ -126,6 +126,7 @@ std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {
     check_matmul_shapes("matmul", A, B);
+    check_blocking("matmul", blocking);
     gemm(A, B, BLayout::k_by_n, 1.0f, C, threads, blocking);
 }
 
@@ -133,6 +134,7 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, c
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);
+    check_blocking("matmul_transposed", blocking);
     gemm(A, B, BLayout::transposed, scale, C, threads, blocking);
 }
 

@@ -122,3 +122,23 @@ TEST_CASE("row block heights change no bit of the products or of fused attention
         CHECK(same_bits(fused[1], first_fused[1]));
     }
 }
+
+TEST_CASE("block sizes the kernels cannot use are refused, naming the kernel", "[simd][blocking][errors]") {
+    const Matrix A(12, 8, 1.0f), B(8, 12, 1.0f);
+    Matrix C;
+    Blocking bad = attn::simd::blocking();
+    bad.mc = MR + 1;
+    CHECK_THROWS_WITH(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad),
+                      Catch::StartsWith("matmul: block sizes") && Catch::Contains("multiples of MR"));
+    bad = attn::simd::blocking();
+    bad.kc = 0;
+    CHECK_THROWS_AS(attn::simd::matmul_transposed_into(A, A, 1.0f, C, attn::simd::Threads::one, bad),
+                    std::invalid_argument);
+    bad = attn::simd::blocking();
+    bad.nc = NR + 1;
+    CHECK_THROWS_AS(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad), std::invalid_argument);
+    bad = attn::simd::blocking();
+    bad.fused_rows = 0;
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(A, A, A, 1.0f, false, C, attn::simd::Threads::one, bad),
+                      Catch::StartsWith("fused_attention: block sizes"));
+}
