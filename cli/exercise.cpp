@@ -26,6 +26,7 @@ struct Options {
     Lang lang = lang_from_environment();
     unsigned seed = 1;
     std::size_t samples = 20000;
+    std::size_t largest = 4000;  // exercise 3: the largest n timed (then n/2, n/4, n/8, n/16)
     bool help = false;
     int number = 0;
 };
@@ -58,6 +59,14 @@ std::size_t parse_count(const std::string& v, const std::string& option) {
     return value;
 }
 
+// Exercise 3's largest n: from 16 (so that n/16 ≥ 1) to 16384 (the naive core at 16384 takes minutes).
+std::size_t parse_largest(const std::string& v) {
+    const bool digits = !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
+    const std::size_t n = digits ? std::stoul(v) : 0;
+    if (n < 16 || n > 16384) throw UsageError("--largest takes a whole number from 16 to 16384, got '" + v + "'");
+    return n;
+}
+
 Options parse(std::span<const std::string> args, bool wants_number) {
     Options o;
     std::set<std::string> seen;
@@ -68,6 +77,7 @@ Options parse(std::span<const std::string> args, bool wants_number) {
         else if (option_value(args, i, "--lang", v)) o.lang = parse_lang(v, wants_number ? "exercise" : "variance");
         else if (option_value(args, i, "--seed", v)) o.seed = parse_seed(v);
         else if (option_value(args, i, "--samples", v)) o.samples = parse_count(v, "--samples");
+        else if (wants_number && option_value(args, i, "--largest", v)) o.largest = parse_largest(v);
         else if (wants_number && o.number == 0 && args[i].size() == 1 && args[i][0] >= '1' && args[i][0] <= '5')
             o.number = args[i][0] - '0';
         else
@@ -203,8 +213,8 @@ std::string describe_exponent(Lang l, const char* name, double exact) {
     if (hundredths < 200)
         return s + tr(l, "below 2: fixed costs weigh more at small n than at large n.\n",
                       "低于 2：小 n 时固定开销所占比例更大。\n");
-    return s + tr(l, "above 2: each score costs more at large n (the n×n matrices outgrow the caches).\n",
-                  "高于 2：n 越大，每个分数的代价越高（n×n 矩阵超出了缓存）。\n");
+    return s +
+           tr(l, "above 2: a score costs more at large n than at small n.\n", "高于 2：n 越大，每个分数的代价越高。\n");
 }
 
 void exercise3(const Options& o, std::ostream& out) {
@@ -220,7 +230,7 @@ void exercise3(const Options& o, std::ostream& out) {
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
         << "\n";
-    const std::vector<std::size_t> ns = {250, 500, 1000, 2000, 4000};
+    const std::vector<std::size_t> ns = {o.largest / 16, o.largest / 8, o.largest / 4, o.largest / 2, o.largest};
     const auto tell = [&](const char* backend) {
         return [&, backend](std::size_t n) { progress(std::string(backend) + " n = " + std::to_string(n)); };
     };
@@ -306,19 +316,21 @@ void exercise5(const Options& o, std::ostream& out) {
 int exercise_command(std::span<const std::string> args) {
     const Options o = parse(args, true);
     if (o.help) {
-        std::cout << tr(o.lang,
-                        "Usage: attn exercise N [--lang en|zh] [--seed S] [--samples K]\n\n"
-                        "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024\n"
-                        "  2  is S_ii the row maximum? the worked example, K random draws, and W_Q = W_K\n"
-                        "  3  n = 1000 and O(n²): scores, memory, measured time for n = 250 … 4000, fitted exponents\n"
-                        "  4  the causal mask on the worked example, with the check that row i sees only j ≤ i\n"
-                        "  5  output[0] against V[0] and what their difference is made of\n",
-                        "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K]\n\n"
-                        "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重、softmax 雅可比\n"
-                        "  2  S_ii 是否为行最大值？示例、K 次随机权重、以及 W_Q = W_K\n"
-                        "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000 的实测时间与拟合指数\n"
-                        "  4  示例上的因果掩码，并检查第 i 行只看到 j ≤ i\n"
-                        "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
+        std::cout << tr(
+            o.lang,
+            "Usage: attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
+            "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024\n"
+            "  2  is S_ii the row maximum? the worked example, K random draws, and W_Q = W_K\n"
+            "  3  n = 1000 and O(n²): scores, memory, measured time for n = 250 … 4000 (--largest N:\n"
+            "     N/16 … N instead), fitted exponents\n"
+            "  4  the causal mask on the worked example, with the check that row i sees only j ≤ i\n"
+            "  5  output[0] against V[0] and what their difference is made of\n",
+            "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
+            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重、softmax 雅可比\n"
+            "  2  S_ii 是否为行最大值？示例、K 次随机权重、以及 W_Q = W_K\n"
+            "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … N）的实测时间与拟合指数\n"
+            "  4  示例上的因果掩码，并检查第 i 行只看到 j ≤ i\n"
+            "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
         return 0;
     }
     std::ostringstream out;

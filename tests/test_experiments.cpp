@@ -103,7 +103,8 @@ TEST_CASE("attn exercise 1–5 and attn variance run in both languages", "[cli][
 
 TEST_CASE("attn exercise rejects a missing or unknown exercise with exit 2", "[cli][experiments][errors]") {
     for (const std::string args :
-         {"exercise", "exercise 6", "exercise 1 --bogus", "variance --samples 1", "variance --samples x"}) {
+         {"exercise", "exercise 6", "exercise 1 --bogus", "variance --samples 1", "variance --samples x",
+          "exercise 3 --largest 8", "exercise 3 --largest 99999", "variance --largest 64"}) {
         INFO("attn " << args);
         const RunResult r = run_attn(args);
         CHECK(r.status == 2);
