@@ -287,13 +287,7 @@ private:
              << "    " << t_.exponentials << " =" << plain(e, " ") << "    " << t_.row_sum << " = " << num(sum)
              << t_.semicolon << "α" << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " ="
              << plain(as_row(tr_.weights.row(r)), " ");
-        out_ << "\n  " << t_.row_sums << t_.colon;
-        for (std::size_t i = 0; i < n(); ++i) {
-            float row_sum = 0.0f;
-            for (float a : tr_.weights.row(i)) row_sum += a;
-            out_ << "  " << tokens_[i] << " " << num(row_sum);
-        }
-        out_ << "\n";
+        out_ << "\n  " << t_.row_sums << t_.colon << sums(tr_.weights, false) << "\n";
         if (color_) heat_map();
     }
 
@@ -301,19 +295,19 @@ private:
     void confusion2() {
         heading(t_.confusion2, t_.confusion2_note);
         const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? tr_.S_masked : tr_.S_scaled);
-        out_ << labelled(by_column, true) << "  " << t_.column_sums << t_.colon;
-        for (std::size_t j = 0; j < n(); ++j) {
+        out_ << labelled(by_column, true) << "  " << t_.column_sums << t_.colon << sums(by_column, true) << "\n  "
+             << t_.row_sums_now << t_.colon << sums(by_column, false) << "\n";
+    }
+
+    // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sum of each row (or column) of an n×n matrix, by token.
+    std::string sums(const Matrix& m, bool columns) const {
+        std::string out;
+        for (std::size_t k = 0; k < n(); ++k) {
             float sum = 0.0f;
-            for (std::size_t i = 0; i < n(); ++i) sum += by_column(i, j);
-            out_ << "  " << tokens_[j] << " " << num(sum);
+            for (std::size_t t = 0; t < n(); ++t) sum += columns ? m(t, k) : m(k, t);
+            out += "  " + tokens_[k] + " " + num(sum);
         }
-        out_ << "\n  " << t_.row_sums_now << t_.colon;
-        for (std::size_t i = 0; i < n(); ++i) {
-            float sum = 0.0f;
-            for (float a : by_column.row(i)) sum += a;
-            out_ << "  " << tokens_[i] << " " << num(sum);
-        }
-        out_ << "\n";
+        return out;
     }
 
     void heat_map() {
