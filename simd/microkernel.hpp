@@ -27,10 +27,13 @@ inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two b
 // `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by scale
 // on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
 // what makes the result independent of how rows are split between threads.
+// Never inlined: on its own, each height's loop has every pointer and bound in a register. Inlined
+// into gemm()'s loop nest, GCC 12 kept the one-row loop's end pointer on the stack (one reload per
+// step; scripts/count_spills.py found it for -march=native on an AMD EPYC family 25 host).
 // [fast microkernel]
 template <std::size_t R>
-void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
-                 std::size_t ldc, std::size_t cols, bool first, bool last, float scale) {
+[[gnu::noinline]] void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                   float* c, std::size_t ldc, std::size_t cols, bool first, bool last, float scale) {
     Batch acc[R][2];
     alignas(64) float edge[R][NR];  // staging for a tile that sticks out past the last column of C
     for (std::size_t r = 0; r < R; ++r) {
