@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "matrix/matrix.hpp"
 
@@ -101,13 +102,16 @@ private:
 
 // What the fast backends were built for, as `attn --version` prints it.
 struct BuildInfo {
-    std::string instruction_set;  // xsimd's name, e.g. "fma3+avx2"
-    std::size_t batch_width;      // floats per vector
-    bool openmp;                  // false: parallel and fused run on one thread
-    int threads;                  // threads a team gets (OMP_NUM_THREADS, default: every core)
-    std::string cpu;              // the CPU's model name, as the OS reports it
-    std::string caches;           // the cache sizes found, e.g. "L1d 32 KiB 8-way, L2 512 KiB 8-way, …"
-    std::string blocks;           // the block sizes derived from them (simd/blocking.cpp)
+    std::string isa;                     // the kernels' instruction set in use: "sse2", "avx2", "avx512", …
+    std::vector<std::string> compiled;   // every instruction set the kernels were compiled for
+    std::vector<std::string> supported;  // those this CPU runs (the widest is used unless ATTN_ISA says)
+    std::string instruction_set;         // xsimd's name for the one in use, e.g. "fma3+avx2"
+    std::size_t batch_width;             // floats per vector
+    bool openmp;                         // false: parallel and fused run on one thread
+    int threads;                         // threads a team gets (OMP_NUM_THREADS, default: every core)
+    std::string cpu;                     // the CPU's model name, as the OS reports it
+    std::string caches;                  // the cache sizes found, e.g. "L1d 32 KiB 8-way, L2 512 KiB 8-way, …"
+    std::string blocks;                  // the block sizes derived from them (simd/blocking.cpp)
 };
 BuildInfo build_info();
 

@@ -45,7 +45,10 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 }  // namespace attn::backends
 
 attn::BuildInfo attn::build_info() {
-    return {simd::instruction_set(),
+    return {simd::isa(),
+            simd::compiled_isas(),
+            simd::supported_isas(),
+            simd::instruction_set(),
             simd::batch_width(),
             simd::openmp_built(),
             simd::max_threads(),

@@ -6,11 +6,10 @@
 // the backend. The machine's peak is measured in the same run (BM_peak_fma), so
 // scripts/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
 // time: with OpenMP the CPU column would only see the main thread.
-#include <xsimd/xsimd.hpp>
-
 #include "attention/backends.hpp"
 #include "bench/common.hpp"
 #include "bench/gemm_steps.hpp"
+#include "bench/ladder.hpp"
 #include "bench/tuning.hpp"
 #include "matrix/ops.hpp"
 
@@ -22,26 +21,16 @@ using bench::random_matrix;
 
 std::size_t arg(const benchmark::State& st, int k) { return static_cast<std::size_t>(st.range(k)); }
 
-// The peak: FMAs on registers only, never touching memory. Twelve independent accumulators keep
-// both FMA pipes busy through the FMA latency; each FMA is 2·W flops.
+// The peak: FMAs on registers only, never touching memory (simd::fma_chains: twelve independent
+// accumulators keep both FMA pipes busy through the FMA latency; each FMA is 2·W flops).
 void BM_peak_fma(benchmark::State& st) {
-    using B = xsimd::batch<float>;
     const int threads = static_cast<int>(st.range(0));
-    constexpr int steps = 1 << 16, chains = 12;
+    constexpr std::size_t steps = 1 << 16, chains = 12;
     for (auto _ : st) {
 #pragma omp parallel num_threads(threads)
-        {
-            B acc[chains];
-            for (int r = 0; r < chains; ++r) acc[r] = B(static_cast<float>(r));
-            const B x(0.9999f), y(1e-6f);
-            for (int s = 0; s < steps; ++s)
-                for (int r = 0; r < chains; ++r) acc[r] = xsimd::fma(acc[r], x, y);
-            float sum = 0;
-            for (int r = 0; r < chains; ++r) sum += acc[r].get(0);
-            benchmark::DoNotOptimize(sum);
-        }
+        benchmark::DoNotOptimize(attn::simd::fma_chains(steps));
     }
-    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 2.0 * B::size * steps / 1e9,
+    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 2.0 * double(attn::simd::batch_width()) * steps / 1e9,
                                                benchmark::Counter::kIsIterationInvariantRate);
     st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
 }
@@ -58,7 +47,7 @@ void BM_gemm_steps(benchmark::State& st) {
             case 1: attn::matmul_into(A, B, C); break;
             case 2: bench::matmul_ikj_scalar(A, B, C); break;
             case 3: bench::matmul_ikj_simd(A, B, C); break;
-            case 4: bench::matmul_register_tile(A, B, C); break;
+            case 4: attn::simd::matmul_register_tile_into(A, B, C); break;
             default: attn::simd::matmul_into(A, B, C, attn::simd::Threads::one); break;
         }
         benchmark::DoNotOptimize(C.data());
@@ -248,6 +237,14 @@ BENCHMARK(BM_scale_folding)
     ->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
+    const auto joined = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (const std::string& name : names) out += (out.empty() ? "" : " ") + name;
+        return out;
+    };
+    benchmark::AddCustomContext("simd_isa", attn::simd::isa());
+    benchmark::AddCustomContext("simd_compiled", joined(attn::simd::compiled_isas()));
+    benchmark::AddCustomContext("simd_supported", joined(attn::simd::supported_isas()));
     benchmark::AddCustomContext("simd_instruction_set", attn::simd::instruction_set());
     benchmark::AddCustomContext("simd_batch_floats", std::to_string(attn::simd::batch_width()));
     benchmark::AddCustomContext("openmp_threads", std::to_string(attn::simd::max_threads()));
@@ -257,6 +254,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("blocks", attn::simd::describe(attn::simd::blocking()));
     register_per_backend();
     bench::register_tuning();
+    bench::register_ladder();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -11,9 +11,8 @@ namespace bench {
 void matmul_ikj_scalar(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C);
 // Step 3: the same i-k-j order, each inner loop one simd::axpy over a row of B.
 void matmul_ikj_simd(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C);
-// Step 4: the register tile (simd/microkernel.hpp) run straight on B, no packing or blocking.
-// Needs B.cols() to be a multiple of the tile width.
-void matmul_register_tile(const attn::Matrix& A, const attn::Matrix& B, attn::Matrix& C);
+// Step 4 is simd::matmul_register_tile_into: the register tile (simd/microkernel.hpp) run straight
+// on B, no packing or blocking (in simd/, since it is compiled per instruction set like the tile).
 // Step 5 is simd::matmul: the tile with packed panels and cache blocks.
 
 }  // namespace bench

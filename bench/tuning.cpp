@@ -14,7 +14,7 @@
 #include <set>
 
 #include "bench/common.hpp"
-#include "simd/microkernel.hpp"
+#include "simd/blocking.hpp"
 
 namespace bench {
 

@@ -28,9 +28,19 @@ Commands:
 
 Options:
   -h, --help  this text (and `attn <command> --help` for a command's options)
-  --version   version, the instruction set the kernels were compiled for, OpenMP threads, the CPU,
-              its caches and the block sizes derived from them
+  --version   version, the instruction sets the kernels were compiled for, those this CPU runs and
+              the one in use, OpenMP threads, the CPU, its caches and the block sizes derived from them
+
+Environment:
+  ATTN_ISA    the instruction set the fast kernels use (sse2, avx2, avx512 on x86-64; neon on
+              AArch64); default: the widest this CPU runs
 )";
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : " ") + name;
+    return out;
+}
 
 int run(const std::vector<std::string>& args) {
     if (args.empty()) {
@@ -43,10 +53,12 @@ int run(const std::vector<std::string>& args) {
         std::cout << usage;
         return 0;
     }
+    const attn::BuildInfo b = attn::build_info();  // also: an ATTN_ISA that cannot be used stops here
     if (command == "--version") {
-        const attn::BuildInfo b = attn::build_info();
         std::cout << "attn 0.1.0\n"
-                  << "simd: " << b.instruction_set << ", " << b.batch_width << " floats per batch\n"
+                  << "simd: " << b.isa << " (xsimd " << b.instruction_set << "), " << b.batch_width
+                  << " floats per batch; compiled: " << joined(b.compiled) << "; this CPU runs: " << joined(b.supported)
+                  << "\n"
                   << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built"))
                   << "\ncpu: " << b.cpu << "\ncaches: " << b.caches << "\nblocks: " << b.blocks << "\n";
         return 0;

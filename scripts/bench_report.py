@@ -53,8 +53,8 @@ def collect(runs):
     for r in runs:
         family, args = parse_name(r["name"])
         gflops = r.get("GFLOPs", 0.0)
-        if family.startswith("tune_"):
-            continue  # the block-size sweep: --tuning prints it
+        if family.startswith("tune_") or family.startswith("ladder") or family == "stream_triad":
+            continue  # the block-size sweep (--tuning) and the ladder (--ladder) are printed on their own
         if family == "peak_fma":
             peak[args["threads"]] = gflops
             continue
@@ -91,8 +91,10 @@ def steps_markdown(steps, peak):
 def machine(context):
     """Which machine and build the numbers are from, as the benchmark recorded it."""
     return (f"Machine: {context.get('cpu_model', 'CPU model not recorded')}, {context.get('num_cpus')} CPUs at "
-            f"{context.get('mhz_per_cpu')} MHz; caches: {context.get('caches', 'not recorded')}. Build: xsimd "
-            f"`{context.get('simd_instruction_set')}` ({context.get('simd_batch_floats')} floats per batch), "
+            f"{context.get('mhz_per_cpu')} MHz; caches: {context.get('caches', 'not recorded')}. Build: kernels "
+            f"compiled for {context.get('simd_compiled', 'one instruction set')}, this CPU runs "
+            f"{context.get('simd_supported', '–')}; default `{context.get('simd_isa', '–')}` (xsimd "
+            f"`{context.get('simd_instruction_set')}`, {context.get('simd_batch_floats')} floats per batch), "
             f"{context.get('openmp_threads')} OpenMP threads; blocks: {context.get('blocks', 'not recorded')}. "
             f"Date: {context.get('date')}.")
 
@@ -224,6 +226,143 @@ def plot_long(table, path):
     fig.savefig(path, dpi=110)
 
 
+ISA_ORDER = ["baseline", "sse2", "neon", "avx2", "avx512", "native"]  # narrowest first
+
+
+def ladder_data(runs):
+    """The ladder of bench/ladder.cpp: {(backend, isa or None): GFLOP/s}, {(isa, threads): peak GFLOP/s},
+    {threads: triad GB/s}."""
+    cores, peaks, triad = {}, {}, {}
+    for r in runs:
+        parts = r["name"].split("/")
+        named = dict(p.split(":", 1) for p in parts[1:] if ":" in p)
+        if parts[0] == "BM_ladder":
+            cores[(parts[1], named.get("isa"))] = r.get("GFLOPs", 0.0)
+        elif parts[0] == "BM_ladder_peak":
+            peaks[(named["isa"], int(named["threads"]))] = r.get("GFLOPs", 0.0)
+        elif parts[0] == "BM_stream_triad":
+            triad[int(named["threads"])] = r.get("bytes_per_second", 0.0) / 1e9
+    return cores, peaks, triad
+
+
+def ladder_markdown(runs, context):
+    """naive → each instruction set, 1 thread (simd) and 2 threads (parallel, fused): GFLOP/s, the
+    gain over the rung below, and the % of that instruction set's own FMA peak."""
+    cores, peaks, triad = ladder_data(runs)
+    isas = sorted({isa for _, isa in cores if isa}, key=ISA_ORDER.index)
+    out = [machine(context), "", "### The SIMD ladder: the core at n = 2048, d = 64", "",
+           "| rung | simd, 1 thread | parallel, 2 threads | fused, 2 threads | FMA peak 1 / 2 threads |",
+           "|---|---|---|---|---|"]
+
+    def cell(backend, isa, below, threads):
+        g = cores.get((backend, isa))
+        if g is None:
+            return "–"
+        text = f"{g:.1f}"
+        if below and cores.get((backend, below)):
+            text += f" ({g / cores[(backend, below)]:.2f}× {below})"
+        p = peaks.get((isa, threads))
+        return text + (f", {100 * g / p:.0f}% of peak" if p else "")
+
+    naive = cores.get(("naive", None))
+    if naive:
+        out.append(f"| naive (textbook loops, baseline) | {naive:.2f} | – | – | – |")
+    below = None
+    for isa in isas:
+        simd = cell("simd", isa, below, 1)
+        if below is None and naive and cores.get(("simd", isa)):
+            simd += f" ({cores[('simd', isa)] / naive:.0f}× naive)"
+        peak = " / ".join(f"{peaks[(isa, t)]:.1f}" for t in (1, 2) if (isa, t) in peaks)
+        out.append(f"| {isa} | {simd} | {cell('parallel', isa, below, 2)} | {cell('fused', isa, below, 2)} | {peak} |")
+        below = isa
+    out.append("")
+    out.append("GFLOP/s counted as 4·n²·d per call; each % is of the same instruction set's FMA peak, measured "
+               "in the same run (BM_ladder_peak).")
+    if triad:
+        out.append("Memory bandwidth (STREAM triad over 3 × 128 MiB): " +
+                   ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GB/s" for t, g in sorted(triad.items())) + ".")
+    return "\n".join(out) + "\n"
+
+
+def plot_ladder(runs, path):
+    """Bars: the core per rung, simd on 1 thread and parallel / fused on 2, each rung's peaks as ticks."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cores, peaks, _ = ladder_data(runs)
+    isas = sorted({isa for _, isa in cores if isa}, key=ISA_ORDER.index)
+    rungs = ["naive"] + isas
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.27
+    for k, (backend, threads) in enumerate((("simd", 1), ("parallel", 2), ("fused", 2))):
+        xs, ys = [], []
+        for i, rung in enumerate(rungs):
+            g = cores.get(("naive", None)) if rung == "naive" and k == 0 else cores.get((backend, rung))
+            if g:
+                xs.append(i + (k - 1) * width)
+                ys.append(g)
+        label = f"{backend}, {threads} thread{'s' if threads > 1 else ''}" + (" (naive: textbook loops)" if k == 0 else "")
+        ax.bar(xs, ys, width, label=label)
+    for i, isa in enumerate(rungs):
+        for threads, style in ((1, "grey"), (2, "black")):
+            if (isa, threads) in peaks:
+                ax.hlines(peaks[(isa, threads)], i - 1.5 * width, i + 1.5 * width, colors=style, linestyles="--",
+                          linewidth=1, label=f"FMA peak, {threads} thread{'s' if threads > 1 else ''}" if i == 1 else None)
+    ax.set_xticks(range(len(rungs)), rungs)
+    ax.set_yscale("log")
+    ax.set_ylabel("GFLOP/s, core n = 2048, d = 64")
+    ax.set_title("What each vector width buys (one binary, kernels chosen at run time)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_roofline(table, runs, path):
+    """The roofline of this machine (2 threads: the widest instruction set's FMA peak and the triad
+    bandwidth) with every measured core as a point at the arithmetic intensity its backend needs:
+    materialised, 4·n²·d flops over Q, K, V, O and four passes over the n×n S (QKᵀ writes it, the
+    softmax reads and writes it, α·V reads it); fused, the same flops over Q, K, V and O alone."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, peaks, triad = ladder_data(runs)
+    widest = max((isa for isa, t in peaks if t == 2), key=ISA_ORDER.index, default=None)
+    if not widest or 2 not in triad:
+        return False
+    peak, bandwidth = peaks[(widest, 2)], triad[2]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = [2 ** (k / 4) for k in range(-8, 60)]
+    ax.plot(xs, [min(peak, x * bandwidth) for x in xs], color="black", linewidth=1.5,
+            label=f"roof: min({peak:.0f} GFLOP/s, intensity × {bandwidth:.1f} GB/s)")
+    for column, marker in (("parallel", "s"), ("fused", "o")):
+        pts = {}
+        for family in ("core", "core_long"):
+            for n, c in series(table, family, column, d=64) if family == "core" else series(table, family, column, causal=0):
+                pts[n] = c[1]
+        if not pts:
+            continue
+        d = 64
+        for n, g in sorted(pts.items()):
+            moved = 4.0 * (4 * n * d + (4 * n * n if column == "parallel" else 0))
+            ax.plot(4.0 * n * n * d / moved, g, marker, color="C0" if column == "parallel" else "C1")
+            ax.annotate(f"{n}", (4.0 * n * n * d / moved, g), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.plot([], [], marker, color="C0" if column == "parallel" else "C1",
+                label="materialised (parallel)" if column == "parallel" else "fused")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flops per byte the backend must move), d = 64; labels: n")
+    ax.set_ylabel("GFLOP/s, 2 threads")
+    ax.set_title(f"Roofline of this machine ({widest}, 2 threads)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json")
@@ -231,11 +370,19 @@ def main():
     ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
     ap.add_argument("--plot-long", help="write a PNG plot of time and memory, materialised vs fused, here")
     ap.add_argument("--tuning", action="store_true", help="print the block-size sweep (scripts/dev tune) instead")
+    ap.add_argument("--ladder", help="write the SIMD ladder's table (Markdown) here")
+    ap.add_argument("--plot-ladder", help="write a PNG bar chart of the ladder here")
+    ap.add_argument("--plot-roofline", help="write a PNG roofline with every measured core here")
     a = ap.parse_args()
     context, runs = load(a.json)
     if a.tuning:
         sys.stdout.write(tuning(runs, context))
         return
+    if a.ladder:
+        with open(a.ladder, "w", encoding="utf-8") as f:
+            f.write(ladder_markdown(runs, context))
+    if a.plot_ladder:
+        plot_ladder(runs, a.plot_ladder)
     table, peak, steps = collect(runs)
     text = markdown(table, peak, context) + (steps_markdown(steps, peak) if steps else "")
     if a.markdown:
@@ -247,6 +394,8 @@ def main():
         plot(table, peak, a.plot)
     if a.plot_long:
         plot_long(table, a.plot_long)
+    if a.plot_roofline and not plot_roofline(table, runs, a.plot_roofline):
+        print("bench_report: no roofline: the run has no 2-thread BM_ladder_peak or BM_stream_triad", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,7 @@ and one broadcast of A in vector registers: 15 of AVX2's 16, 15 of AVX-512's 32.
 ran out, it would store some of them to the stack and load them back on every step of p, and the
 tile would lose what it is for. This takes the build's own compile commands for simd/gemm.cpp and
 simd/fused.cpp (the two files the microkernel is compiled into; from BUILD/compile_commands.json,
-so the compiler and flags are the build's), compiles them to assembly once per -march (replacing
-the build's), finds every innermost loop that does at least two FMAs (the microkernel's p loops, one
+so the compiler and flags are the build's), compiles them to assembly once per target, finds every innermost loop that does at least two FMAs (the microkernel's p loops, one
 per tile height R; a loop is the lines from a label to a jump back to it, with no other such loop
 and no call inside), and counts in it the instructions that touch the stack: a memory operand on
 %rsp, or a negative offset from %rbp (a frame slot).
@@ -22,11 +21,14 @@ What fails, and what is only reported:
 An integer reload in a remainder tile's loop (a loop bound kept on the stack) is printed as a note:
 it costs one load per step of a tile that runs only for the last rows of a block.
 
-The verdict must be the commit's, not the host's: it is given only for fixed targets (by default
-x86-64-v3 = AVX2 + FMA and x86-64-v4 = AVX-512, each with GCC's generic tuning). The build's own
--march=native is compiled too and printed as information ("info"), never as a failure: what GCC
-does for a CPU it does not know (it falls back to generic tuning with that CPU's features) differs
-from host to host. x86-64 only (AT&T operands); elsewhere it says SKIPPED.
+The verdict must be the commit's, not the host's: it is given only for fixed targets. Those are
+the build's own commands, one per instruction set the kernels are compiled for (meson.build fixes
+their flags: -mavx2 -mfma, -mavx512f …), and by default x86-64-v3 (AVX2 + FMA) and x86-64-v4
+(AVX-512) in place of the first command's, all with the compiler's generic tuning. SSE2 has no FMA
+and is reported as not checked. -march=native (the host's own, or a -Dnative=true build's) is
+compiled too and printed as information ("info"), never as a failure: what GCC does for a CPU it
+does not know (it falls back to generic tuning with that CPU's features) differs from host to
+host. x86-64 only (AT&T operands); elsewhere it says SKIPPED.
 """
 import argparse
 import json
@@ -48,7 +50,7 @@ STACK = re.compile(r"\(%rsp\)|-\d+\(%rbp\)")
 VECTOR = re.compile(r"%[xyz]mm\d+")
 
 
-MR = int(re.search(r"MR = (\d+);", (ROOT / "simd/microkernel.hpp").read_text()).group(1))
+MR = int(re.search(r"MR = (\d+);", (ROOT / "simd/blocking.hpp").read_text()).group(1))  # tile rows
 
 
 class Loop(NamedTuple):
@@ -94,27 +96,46 @@ def verdict(loop):
     return "note" if loop.other_stack else "ok"
 
 
-def compile_command(build, source):
-    """The build's command line for `source`, as a list, and the directory it runs in."""
-    for entry in json.loads((Path(build) / "compile_commands.json").read_text()):
-        if Path(entry["directory"], entry["file"]).resolve() == (ROOT / source).resolve():
-            return shlex.split(entry["command"]), entry["directory"]
-    raise SystemExit(f"count_spills: {source} is not in {build}/compile_commands.json (configure {build} first)")
+def compile_commands(build, source):
+    """The build's command lines for `source` (one per instruction set it is compiled for), each as
+    (list of words, directory it runs in)."""
+    found = [(shlex.split(entry["command"]), entry["directory"])
+             for entry in json.loads((Path(build) / "compile_commands.json").read_text())
+             if Path(entry["directory"], entry["file"]).resolve() == (ROOT / source).resolve()]
+    if not found:
+        raise SystemExit(f"count_spills: {source} is not in {build}/compile_commands.json (configure {build} first)")
+    return found
 
 
-def assembly(command, directory, march, out):
-    """The command with -march replaced, writing assembly to `out` instead of an object file."""
+def is_isa_flag(word):
+    return word.startswith("-march=") or word in ("-mavx2", "-mfma") or word.startswith("-mavx512")
+
+
+def targets(command, march):
+    """(label, command, gate) for each compilation to check. The build's own per-instruction-set
+    commands gate (meson.build fixes their flags); each -march of `march` replaces the ISA flags
+    of the build's first command and gates too; -march=native is only information."""
+    found = []
+    for words in command:
+        isa = next((w.split("=", 1)[1] for w in words if w.startswith("-DATTN_ISA=")), "?")
+        native = any(w in ("-march=native", "-mcpu=native") for w in words)
+        found.append((f"{isa} as built", words, not native))
+    baseline = [w for w in command[0] if not is_isa_flag(w)]
+    found += [(f"-march={m}", baseline + [f"-march={m}"], m != "native") for m in march + ["native"]]
+    return found
+
+
+def assembly(command, directory, out):
+    """The command writing assembly to `out` instead of an object file."""
     args, skip = [], False
     for word in command:
         if skip:
             skip = False
         elif word in ("-o", "-MF", "-MQ"):
             skip = True
-        elif word in ("-c", "-MD") or word.startswith("-march="):
-            continue
-        else:
+        elif word not in ("-c", "-MD"):
             args.append(word)
-    subprocess.run(args + [f"-march={march}", "-S", "-o", str(out)], cwd=directory, check=True)
+    subprocess.run(args + ["-S", "-o", str(out)], cwd=directory, check=True)
     return Path(out).read_text()
 
 
@@ -150,8 +171,9 @@ def describe(loop):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=str(ROOT / "build"))
-    ap.add_argument("--march", nargs="+", default=["x86-64-v3", "x86-64-v4"],
-                    help="targets that decide the verdict (-march=native is always shown as information)")
+    ap.add_argument("--march", nargs="*", default=["x86-64-v3", "x86-64-v4"],
+                    help="targets that decide the verdict besides the build's own per-instruction-set flags "
+                         "(-march=native is always shown as information)")
     ap.add_argument("--self-test", action="store_true", help="only check the verdicts on hand-written loops")
     args = ap.parse_args()
     if args.self_test:
@@ -166,20 +188,25 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for source in SOURCES:
-            command, directory = compile_command(args.build, source)
-            for march in args.march + ["native"]:
-                gate = march != "native"
-                loops = innermost_fma_loops(assembly(command, directory, march, Path(tmp) / "out.s"))
-                where = f"{Path(command[0]).name} -march={march} {source}"
+            commands = compile_commands(args.build, source)
+            directory = commands[0][1]
+            for label, command, gate in targets([c for c, _ in commands], args.march):
+                where = f"{Path(command[0]).name} {label} {source}"
+                text = assembly(command, directory, Path(tmp) / "out.s")
+                if not any(FMA.match(line) for line in text.splitlines()):
+                    # SSE2 has no FMA: its tile multiplies and adds, and the loops are not found.
+                    print(f"info {where}: no FMA instructions (an instruction set without FMA): not checked")
+                    continue
+                loops = innermost_fma_loops(text)
                 if not loops:
                     print(f"{'FAIL' if gate else 'info'} {where}: no FMA loop found (fma computed as multiply and add?)")
                     failures += gate
                 for loop in loops:
                     v = verdict(loop)
                     failures += gate and v == "FAIL"
-                    label = {"ok": "ok  ", "note": "note", "FAIL": "FAIL"}[v] if gate else "info"
+                    label_v = {"ok": "ok  ", "note": "note", "FAIL": "FAIL"}[v] if gate else "info"
                     extra = "" if gate or v == "ok" else f" (would be {v}; -march=native is not a gate: it depends on the host)"
-                    print(f"{label} {where}: {describe(loop)}{extra}")
+                    print(f"{label_v} {where}: {describe(loop)}{extra}")
     print("no spills in the microkernel's loops" if not failures else f"{failures} loops spill or lack FMAs")
     return 1 if failures else 0
 

@@ -45,8 +45,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "simd/microkernel.hpp"
-
 namespace attn::simd {
 
 namespace {
@@ -154,7 +152,7 @@ const Caches& caches() {
     return found;
 }
 
-Blocking blocking_for(const Caches& c) {
+Blocking blocking_for(const Caches& c, const std::size_t NR) {
     constexpr std::size_t F = sizeof(float);
     // L1 → kc: the B micro-panel gets its share of W₁ − 1 ways, in proportion NR : MR.
     const std::size_t l1_ways = std::max<std::size_t>(c.l1d.ways, 2);
@@ -175,12 +173,7 @@ Blocking blocking_for(const Caches& c) {
     return {kc, mc, nc, rows, kc};
 }
 
-const Blocking& blocking() {
-    static const Blocking chosen = blocking_for(caches());
-    return chosen;
-}
-
-void check_blocking(const std::string& who, const Blocking& b) {
+void check_blocking(const std::string& who, const Blocking& b, const std::size_t NR) {
     const auto fail = [&](const std::string& what) {
         throw std::invalid_argument(who + ": block sizes " + describe(b) + ": " + what);
     };

@@ -7,6 +7,10 @@
 
 namespace attn::simd {
 
+// Rows of the register tile (simd/microkernel.hpp), the same for every instruction set; its
+// columns, NR = two batches, are 8 floats with SSE2 or NEON, 16 with AVX2 and 32 with AVX-512.
+inline constexpr std::size_t MR = 6;
+
 // One data cache level: total bytes, ways of associativity, bytes per line, and how many logical
 // CPUs share it. Zero fields mean "not reported".
 struct CacheLevel {
@@ -31,14 +35,16 @@ struct Blocking {
     std::size_t fused_keys;  // keys per tile (fused), from L1
 };
 
-// The model applied to any caches (pure: the tests feed it Zen 3's and this machine's).
-Blocking blocking_for(const Caches& c);
+// The model applied to any caches, for a register tile NR floats wide (pure: the tests feed it
+// Zen 3's, a Xeon's and a Neoverse core's caches at NR = 8, 16 and 32).
+Blocking blocking_for(const Caches& c, std::size_t nr);
 
 // Throws std::invalid_argument, naming `who` and the sizes, unless kc and the keys per tile are ≥ 1,
-// mc and the query rows per block are positive multiples of MR, and nc one of NR.
-void check_blocking(const std::string& who, const Blocking& b);
+// mc and the query rows per block are positive multiples of MR, and nc one of NR = `nr`.
+void check_blocking(const std::string& who, const Blocking& b, std::size_t nr);
 
-// blocking_for(caches()), computed once.
+// blocking_for(caches(), NR of the instruction set in use), computed once per instruction set
+// (simd/dispatch.cpp).
 const Blocking& blocking();
 
 // Rows per block for `rows` rows on `threads` threads: at most `most`, a multiple of MR, and so

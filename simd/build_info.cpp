@@ -1,15 +1,11 @@
-// simd/build_info.cpp — what this build runs on: instruction set, batch width, OpenMP threads.
+// simd/build_info.cpp — OpenMP: whether this build has it, and how many threads a team gets.
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
-#include "simd/batch.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
-
-std::string instruction_set() { return xsimd::default_arch::name(); }
-std::size_t batch_width() { return W; }
 
 #if defined(_OPENMP)
 bool openmp_built() { return true; }

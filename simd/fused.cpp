@@ -30,12 +30,12 @@
 
 #include "matrix/shape_checks.hpp"
 #include "matrix/size.hpp"
+#include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
-#include "simd/simd.hpp"
 #include "simd/threads.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
 namespace {
 
@@ -45,7 +45,7 @@ namespace {
 // for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-using Buffer = std::vector<float, AlignedAllocator<float, matrix_alignment>>;
+using Buffer = ScratchBuffer;
 
 // One thread's scratch space, kept from call to call (first touch of fresh memory is slow).
 struct Scratch {
@@ -152,11 +152,8 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
-    check_blocking("fused_attention", blocking);
-    if (K.rows() != V.rows()) {
-        throw std::invalid_argument("fused_attention: K (" + shape_string(K) + ") and V (" + shape_string(V) +
-                                    ") must have the same number of rows");
-    }
+    check_blocking("fused_attention", blocking, NR);
+    check_same_rows("fused_attention", "K", K, "V", V);
     O.resize_for_overwrite(Q.rows(), V.cols());
     const std::size_t n = Q.rows();
     [[maybe_unused]] const bool team =
@@ -185,4 +182,4 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     }
 }
 
-}  // namespace attn::simd
+}  // namespace attn::simd::ATTN_ISA

@@ -32,12 +32,12 @@
 
 #include "matrix/shape_checks.hpp"
 #include "matrix/size.hpp"
+#include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
-#include "simd/simd.hpp"
 #include "simd/threads.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
 namespace {
 
@@ -47,7 +47,7 @@ namespace {
 // A (each thread its own).
 enum class Pack { B, A };
 float* packing_buffer(Pack which, std::size_t floats) {
-    thread_local std::vector<float, AlignedAllocator<float, matrix_alignment>> buffers[2];
+    thread_local ScratchBuffer buffers[2];
     auto& buffer = buffers[which == Pack::A];
     if (buffer.size() < floats) buffer.resize(floats);
     return buffer.data();
@@ -126,7 +126,7 @@ std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {
     check_matmul_shapes("matmul", A, B);
-    check_blocking("matmul", blocking);
+    check_blocking("matmul", blocking, NR);
     gemm(A, B, BLayout::k_by_n, 1.0f, C, threads, blocking);
 }
 
@@ -134,8 +134,20 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, c
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);
-    check_blocking("matmul_transposed", blocking);
+    check_blocking("matmul_transposed", blocking, NR);
     gemm(A, B, BLayout::transposed, scale, C, threads, blocking);
 }
 
-}  // namespace attn::simd
+// Step 2 alone, so that bench/ can measure what step 3 adds: the register tile run straight on B
+// (its rows n floats apart), no packing, no blocks. B's width must be a multiple of NR.
+void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
+    check_matmul_shapes("matmul_register_tile", A, B);
+    check_width_multiple("matmul_register_tile", B, NR, "NR");
+    C.resize_for_overwrite(A.rows(), B.cols());
+    for (std::size_t i = 0; i < A.rows(); i += MR)
+        for (std::size_t j = 0; j < B.cols(); j += NR)
+            run_microkernel(std::min(MR, A.rows() - i), A.cols(), A.row(i).data(), A.cols(), B.data() + j, B.cols(),
+                            C.row(i).data() + j, C.cols(), NR, true, true, 1.0f);
+}
+
+}  // namespace attn::simd::ATTN_ISA

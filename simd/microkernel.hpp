@@ -15,11 +15,11 @@
 #include <cstddef>
 
 #include "simd/batch.hpp"
+#include "simd/blocking.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
-inline constexpr std::size_t MR = 6;      // rows of the register tile
-inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches
+inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches (MR rows: blocking.hpp)
 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
@@ -88,4 +88,4 @@ inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, st
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");
 
-}  // namespace attn::simd
+}  // namespace attn::simd::ATTN_ISA

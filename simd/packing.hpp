@@ -8,7 +8,7 @@
 #include "matrix/matrix.hpp"
 #include "simd/microkernel.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
 // Which matrix the caller passed as B: B itself (k×n), or its transpose given row by row (n×k).
 enum class BLayout { k_by_n, transposed };
@@ -31,4 +31,4 @@ inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::siz
 
 inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
-}  // namespace attn::simd
+}  // namespace attn::simd::ATTN_ISA

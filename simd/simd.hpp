@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "matrix/matrix.hpp"
 #include "simd/blocking.hpp"
@@ -29,6 +30,10 @@ enum class Threads {
 // C = A·B                 (m×k)·(k×n) → (m×n)
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads,
                  const Blocking& blocking = simd::blocking());
+
+// Step 2 of simd/gemm.cpp's story alone (the register tile straight on B, no packing or blocks), so
+// bench/ can measure what packing and blocking add. B's width must be a multiple of tile_columns().
+void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
 
 // C = scale·(A·Bᵀ)        (m×k)·(n×k)ᵀ → (m×n);  C_ij = scale·(a_i·b_j), rows of A against rows of B.
 // With A = Q, B = K and scale = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
@@ -58,11 +63,21 @@ float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_
 void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + factor·x
 float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
+float fma_chains(std::size_t steps);  // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
 
-// What this build runs on (simd/build_info.cpp): xsimd's instruction set ("fma3+avx2"), floats per
-// batch, whether OpenMP was compiled in, and the threads a team gets (1 without OpenMP).
-std::string instruction_set();
-std::size_t batch_width();
+// Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
+// the target: "sse2", "avx2" (with FMA) and "avx512" on x86-64, "neon" on AArch64, or one "native"
+// set in a build made with -Dnative=true. The widest one this CPU runs is used, unless the
+// environment variable ATTN_ISA names another or set_isa() chooses one.
+std::vector<std::string> compiled_isas();   // from the baseline to the widest
+std::vector<std::string> supported_isas();  // those of compiled_isas() this CPU can run
+std::string isa();                          // the one in use; throws for an ATTN_ISA that cannot be used
+void set_isa(const std::string& name);      // throws std::invalid_argument if not compiled or not run by this CPU
+std::string instruction_set();              // xsimd's name for the one in use: "sse2", "fma3+avx2", "avx512bw", …
+std::size_t batch_width();                  // its floats per batch: 4, 8 or 16
+std::size_t tile_columns();                 // its register tile's columns, NR = 2·batch_width()
+
+// OpenMP (simd/build_info.cpp): whether it was compiled in, and the threads a team gets (1 without).
 bool openmp_built();
 int max_threads();
 void set_max_threads(int threads);  // omp_set_num_threads; does nothing without OpenMP

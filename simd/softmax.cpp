@@ -8,10 +8,10 @@
 #include <limits>
 
 #include "simd/batch.hpp"
-#include "simd/simd.hpp"
+#include "simd/kernels.hpp"
 #include "simd/threads.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
 namespace {
 
@@ -43,4 +43,4 @@ void softmax_rows_in_place(Matrix& S, Threads threads) {
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
 }
 
-}  // namespace attn::simd
+}  // namespace attn::simd::ATTN_ISA

@@ -14,9 +14,9 @@
 #include <limits>
 
 #include "simd/batch.hpp"
-#include "simd/simd.hpp"
+#include "simd/kernels.hpp"
 
-namespace attn::simd {
+namespace attn::simd::ATTN_ISA {
 
 float dot(const float* a, const float* b, std::size_t n) {
     // Four accumulators: with one, every FMA waits for the previous result (about 4 cycles); four
@@ -82,4 +82,19 @@ float exp_and_sum(std::span<float> x, float shift) {
     return xsimd::hadd(sum);
 }
 
-}  // namespace attn::simd
+// The FMA peak of bench/: twelve independent chains (enough to cover the FMA latency on both FMA
+// pipes), on registers only; each step is 12 FMAs of 2·W flops. Returns a lane of the sum, so the
+// compiler must do the work.
+float fma_chains(std::size_t steps) {
+    constexpr std::size_t chains = 12;
+    Batch acc[chains];
+    for (std::size_t r = 0; r < chains; ++r) acc[r] = Batch(static_cast<float>(r));
+    const Batch x(0.9999f), y(1e-6f);
+    for (std::size_t s = 0; s < steps; ++s)
+        for (std::size_t r = 0; r < chains; ++r) acc[r] = xsimd::fma(acc[r], x, y);
+    Batch sum(0.0f);
+    for (std::size_t r = 0; r < chains; ++r) sum += acc[r];
+    return sum.get(0);
+}
+
+}  // namespace attn::simd::ATTN_ISA

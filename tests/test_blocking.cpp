@@ -7,14 +7,12 @@
 #include <random>
 
 #include "matrix/random.hpp"
-#include "simd/microkernel.hpp"
 #include "simd/simd.hpp"
 
 using attn::Matrix;
 using attn::simd::Blocking;
 using attn::simd::Caches;
 using attn::simd::MR;
-using attn::simd::NR;
 
 namespace {
 
@@ -32,34 +30,42 @@ bool same_bits(const Matrix& a, const Matrix& b) {
 
 }  // namespace
 
-TEST_CASE("the cache model gives the sizes derived by hand, for this build's tile width", "[simd][blocking]") {
+TEST_CASE("the cache model gives the sizes derived by hand, for every tile width", "[simd][blocking]") {
     // simd/blocking.cpp derives the NR = 16 (AVX2) figures on Zen 3 and the NR = 32 (AVX-512) ones
     // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: w_B = ⌊7·8/14⌋ = 4 → kc = 4·64·64/32 = 512, the
     // panel takes 1 way of L2 → mc = 6·65536/2048 = 192, nc = 2 MiB/2048 = 1024, BR = 256 KiB/2048 = 128 → 126.
-    const Caches& c = NR == 32 ? xeon : zen3;
-    const Blocking b = attn::simd::blocking_for(c);
-    INFO("NR = " << NR << ": " << attn::simd::describe(b));
-    const Blocking want = NR == 16   ? Blocking{.kc = 320, .mc = 306, .nc = 1632, .fused_rows = 204, .fused_keys = 320}
-                          : NR == 32 ? Blocking{.kc = 288, .mc = 1590, .nc = 8192, .fused_rows = 906, .fused_keys = 288}
-                                     : Blocking{.kc = 512, .mc = 192, .nc = 1024, .fused_rows = 126, .fused_keys = 512};
-    CHECK(b.kc == want.kc);
-    CHECK(b.mc == want.mc);
-    CHECK(b.nc == want.nc);
-    CHECK(b.fused_rows == want.fused_rows);
-    CHECK(b.fused_keys == want.fused_keys);
+    // Every width is checked whatever this build or CPU runs: the model is a pure function.
+    for (const std::size_t NR : {8, 16, 32}) {
+        const Caches& c = NR == 32 ? xeon : zen3;
+        const Blocking b = attn::simd::blocking_for(c, NR);
+        INFO("NR = " << NR << ": " << attn::simd::describe(b));
+        const Blocking want =
+            NR == 16   ? Blocking{.kc = 320, .mc = 306, .nc = 1632, .fused_rows = 204, .fused_keys = 320}
+            : NR == 32 ? Blocking{.kc = 288, .mc = 1590, .nc = 8192, .fused_rows = 906, .fused_keys = 288}
+                       : Blocking{.kc = 512, .mc = 192, .nc = 1024, .fused_rows = 126, .fused_keys = 512};
+        CHECK(b.kc == want.kc);
+        CHECK(b.mc == want.mc);
+        CHECK(b.nc == want.nc);
+        CHECK(b.fused_rows == want.fused_rows);
+        CHECK(b.fused_keys == want.fused_keys);
+    }
 }
 
 TEST_CASE("the cache model's sizes fit the caches they were derived from, on any caches", "[simd][blocking]") {
-    for (const Caches& c : {zen3, xeon, neoverse, attn::simd::caches()}) {
-        INFO(attn::simd::describe(c));
-        const Blocking b = attn::simd::blocking_for(c);
-        INFO(attn::simd::describe(b));
-        CHECK(b.kc * NR * sizeof(float) <= c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the B panel, one way free
-        CHECK(b.mc % MR == 0);
-        CHECK(b.mc * b.kc * sizeof(float) <= c.l2.bytes * (c.l2.ways - 1) / c.l2.ways);  // the A block, one way free
-        CHECK(b.nc % NR == 0);
-        CHECK(b.fused_rows % MR == 0);
-        CHECK(b.fused_rows * b.fused_keys * sizeof(float) <= c.l2.bytes / 2);
+    for (const std::size_t NR : {8, 16, 32}) {
+        for (const Caches& c : {zen3, xeon, neoverse, attn::simd::caches()}) {
+            INFO("NR = " << NR << ", " << attn::simd::describe(c));
+            const Blocking b = attn::simd::blocking_for(c, NR);
+            INFO(attn::simd::describe(b));
+            CHECK(b.kc * NR * sizeof(float) <=
+                  c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the B panel, one way free
+            CHECK(b.mc % MR == 0);
+            CHECK(b.mc * b.kc * sizeof(float) <=
+                  c.l2.bytes * (c.l2.ways - 1) / c.l2.ways);  // the A block, one way free
+            CHECK(b.nc % NR == 0);
+            CHECK(b.fused_rows % MR == 0);
+            CHECK(b.fused_rows * b.fused_keys * sizeof(float) <= c.l2.bytes / 2);
+        }
     }
 }
 
@@ -135,7 +141,7 @@ TEST_CASE("block sizes the kernels cannot use are refused, naming the kernel", "
     CHECK_THROWS_AS(attn::simd::matmul_transposed_into(A, A, 1.0f, C, attn::simd::Threads::one, bad),
                     std::invalid_argument);
     bad = attn::simd::blocking();
-    bad.nc = NR + 1;
+    bad.nc = attn::simd::tile_columns() + 1;
     CHECK_THROWS_AS(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad), std::invalid_argument);
     bad = attn::simd::blocking();
     bad.fused_rows = 0;

@@ -1,0 +1,143 @@
+// simd/dispatch.cpp — which instruction set's kernels run: the widest this CPU supports, or the one
+// the environment variable ATTN_ISA names.
+//
+// meson.build compiles the kernel files once per instruction set, each with its own flags and in its
+// own namespace (simd/batch.hpp), and lists them in simd_isas.hpp. This file is compiled for the
+// baseline (it must run on every CPU, to find out which kernels can), asks the CPU what it supports,
+// and forwards every call of simd.hpp to the chosen set's table (simd/kernels.hpp). The call through
+// a pointer costs a few nanoseconds against the microseconds a kernel takes.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "simd/kernels.hpp"
+#include "simd/simd.hpp"
+#include "simd_isas.hpp"
+
+#define ATTN_DECLARE_TABLE(isa)             \
+    namespace attn::simd::isa {             \
+    extern constinit const Kernels kernels; \
+    }
+ATTN_FOR_EACH_ISA(ATTN_DECLARE_TABLE)
+#undef ATTN_DECLARE_TABLE
+
+namespace attn::simd {
+
+namespace {
+
+#define ATTN_TABLE_ADDRESS(isa) &isa::kernels,
+constexpr const Kernels* compiled[] = {ATTN_FOR_EACH_ISA(ATTN_TABLE_ADDRESS)};  // baseline first
+#undef ATTN_TABLE_ADDRESS
+
+// Whether this CPU (and its operating system, which must save the wider registers) can run the
+// instructions the compiler was allowed for that set: meson.build's flags, feature by feature.
+bool cpu_runs(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == "avx2") return avx2;
+    if (isa == "avx512")
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
+#endif
+    return true;  // the baseline ("sse2" on x86-64, "neon": every AArch64 CPU has it), or "native"
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+}
+
+const Kernels& find(const std::string& name, const std::string& asked_by) {
+    for (const Kernels* k : compiled)
+        if (k->name == name) {
+            if (!cpu_runs(name))
+                throw std::invalid_argument(asked_by + name +
+                                            ": this CPU cannot run it (it can run: " + joined(supported_isas()) + ")");
+            return *k;
+        }
+    throw std::invalid_argument(asked_by + name +
+                                ": not an instruction set of this build (compiled: " + joined(compiled_isas()) + ")");
+}
+
+// The widest set the CPU runs, unless ATTN_ISA names another. Chosen at the first call; an ATTN_ISA
+// that cannot be used throws then (and again at every later call, until set_isa chooses one).
+const Kernels& environment_choice() {
+    if (const char* env = std::getenv("ATTN_ISA"); env && *env) return find(env, "ATTN_ISA=");
+    const Kernels* best = compiled[0];
+    for (const Kernels* k : compiled)
+        if (cpu_runs(k->name)) best = k;
+    return *best;
+}
+
+std::atomic<const Kernels*> chosen{nullptr};
+
+const Kernels& active() {
+    if (const Kernels* k = chosen.load(std::memory_order_acquire)) return *k;
+    const Kernels* k = &environment_choice();
+    const Kernels* expected = nullptr;
+    chosen.compare_exchange_strong(expected, k, std::memory_order_acq_rel);
+    return *chosen.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+std::vector<std::string> compiled_isas() {
+    std::vector<std::string> names;
+    for (const Kernels* k : compiled) names.emplace_back(k->name);
+    return names;
+}
+
+std::vector<std::string> supported_isas() {
+    std::vector<std::string> names;
+    for (const Kernels* k : compiled)
+        if (cpu_runs(k->name)) names.emplace_back(k->name);
+    return names;
+}
+
+std::string isa() { return active().name; }
+void set_isa(const std::string& name) { chosen.store(&find(name, "instruction set "), std::memory_order_release); }
+std::string instruction_set() { return active().xsimd_name; }
+std::size_t batch_width() { return active().width; }
+std::size_t tile_columns() { return 2 * active().width; }
+
+const Blocking& blocking() {
+    // One Blocking per compiled set, made on first use (NR differs between sets).
+    static std::mutex mutex;
+    static std::map<const Kernels*, Blocking> made;
+    const Kernels* k = &active();
+    const std::lock_guard lock(mutex);
+    return made.try_emplace(k, blocking_for(caches(), 2 * k->width)).first->second;
+}
+
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {
+    active().matmul_into(A, B, C, threads, blocking);
+}
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
+                            const Blocking& blocking) {
+    active().matmul_transposed_into(A, B, scale, C, threads, blocking);
+}
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                          Threads threads, const Blocking& blocking) {
+    active().fused_attention_into(Q, K, V, scale, causal, O, threads, blocking);
+}
+std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
+    return active().gemm_scratch_bytes(m, k, n);
+}
+std::uint64_t fused_scratch_bytes(std::size_t d_k) { return active().fused_scratch_bytes(d_k); }
+void softmax_rows_in_place(Matrix& S, Threads threads) { active().softmax_rows_in_place(S, threads); }
+float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
+void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }
+float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum(x, shift); }
+float row_max(std::span<const float> x) { return active().row_max(x); }
+float fma_chains(std::size_t steps) { return active().fma_chains(steps); }
+void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
+    active().matmul_register_tile_into(A, B, C);
+}
+
+}  // namespace attn::simd

@@ -1,0 +1,30 @@
+// simd/kernel_table.cpp — the table of this instruction set's kernels (compiled once per set, like
+// the kernels themselves), through which simd/dispatch.cpp calls them.
+#include "simd/batch.hpp"
+#include "simd/kernels.hpp"
+
+#define ATTN_QUOTE(x) #x
+#define ATTN_NAME_OF(x) ATTN_QUOTE(x)
+
+namespace attn::simd::ATTN_ISA {
+
+// constinit: filled in before any code runs, so the dispatcher can never see it half made.
+extern constinit const Kernels kernels{
+    .name = ATTN_NAME_OF(ATTN_ISA),
+    .xsimd_name = xsimd::default_arch::name(),
+    .width = W,
+    .matmul_into = &matmul_into,
+    .matmul_transposed_into = &matmul_transposed_into,
+    .fused_attention_into = &fused_attention_into,
+    .gemm_scratch_bytes = &gemm_scratch_bytes,
+    .fused_scratch_bytes = &fused_scratch_bytes,
+    .softmax_rows_in_place = &softmax_rows_in_place,
+    .dot = &dot,
+    .axpy = &axpy,
+    .exp_and_sum = &exp_and_sum,
+    .row_max = &row_max,
+    .fma_chains = &fma_chains,
+    .matmul_register_tile_into = &matmul_register_tile_into,
+};
+
+}  // namespace attn::simd::ATTN_ISA

@@ -1,0 +1,58 @@
+// simd/kernels.hpp — one instruction set's kernels as a table of functions, which simd/dispatch.cpp
+// calls through. Each kernel file defines its functions in attn::simd::ATTN_ISA (simd/batch.hpp);
+// simd/kernel_table.cpp, compiled with them, fills that instruction set's table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "simd/simd.hpp"
+
+namespace attn::simd {
+
+// The same functions as simd.hpp declares, for one instruction set.
+struct Kernels {
+    const char* name;        // "sse2", "avx2", "avx512", "neon", or "native" (-Dnative=true)
+    const char* xsimd_name;  // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
+    std::size_t width;       // floats per batch
+    void (*matmul_into)(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking);
+    void (*matmul_transposed_into)(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
+                                   const Blocking& blocking);
+    void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                                 Threads threads, const Blocking& blocking);
+    std::uint64_t (*gemm_scratch_bytes)(std::size_t m, std::size_t k, std::size_t n);
+    std::uint64_t (*fused_scratch_bytes)(std::size_t d_k);
+    void (*softmax_rows_in_place)(Matrix& S, Threads threads);
+    float (*dot)(const float* a, const float* b, std::size_t n);
+    void (*axpy)(float factor, const float* x, float* y, std::size_t n);
+    float (*exp_and_sum)(std::span<float> x, float shift);
+    float (*row_max)(std::span<const float> x);
+    float (*fma_chains)(std::size_t steps);
+    void (*matmul_register_tile_into)(const Matrix& A, const Matrix& B, Matrix& C);
+};
+
+}  // namespace attn::simd
+
+#ifdef ATTN_ISA
+namespace attn::simd::ATTN_ISA {
+
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking);
+void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
+                            const Blocking& blocking);
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                          Threads threads, const Blocking& blocking);
+std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
+std::uint64_t fused_scratch_bytes(std::size_t d_k);
+void softmax_rows_in_place(Matrix& S, Threads threads);
+float dot(const float* a, const float* b, std::size_t n);
+void axpy(float factor, const float* x, float* y, std::size_t n);
+float exp_and_sum(std::span<float> x, float shift);
+float row_max(std::span<const float> x);
+float fma_chains(std::size_t steps);
+void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
+
+extern const Kernels kernels;
+
+}  // namespace attn::simd::ATTN_ISA
+#endif
