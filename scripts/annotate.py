@@ -34,7 +34,7 @@ KATEX = Path("/usr/share/javascript/katex")
 ORDER = ["attention/attention.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
+         "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp", "simd/kernel_table.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
          "attention/experiments.hpp", "attention/experiments.cpp", "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp",
          "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
 MARKER = re.compile(r"\[((?:step|steps|naive|fast|fused) [^\]\n]*)\]")

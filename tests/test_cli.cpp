@@ -1,6 +1,8 @@
 // `attn` as a learner runs it: the walkthrough's numbers, languages, colour, and exit codes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -13,6 +15,7 @@
 #include "matrix/print.hpp"
 #include "matrix/random.hpp"
 #include "run_attn.hpp"
+#include "simd/simd.hpp"
 #include "temp_dir.hpp"
 #include "walk_output.hpp"
 
@@ -162,6 +165,33 @@ TEST_CASE("attn --version names the instruction set, batch width and threads", "
     CHECK(r.status == 0);
     CHECK_THAT(r.out, Contains("attn 0.1.0") && Contains("simd: ") && Contains("floats per batch"));
     CHECK_THAT(r.out, Contains(attn::build_info().openmp ? "openmp: 3 threads" : "openmp: not built"));
+}
+
+TEST_CASE("attn --version lists the instruction sets; ATTN_ISA chooses one, or is refused", "[cli]") {
+    const auto compiled = attn::simd::compiled_isas(), supported = attn::simd::supported_isas();
+    const RunResult r = run_attn("--version");
+    REQUIRE(r.status == 0);
+    std::string list;
+    for (const std::string& isa : compiled) list += (list.empty() ? "" : " ") + isa;
+    CHECK_THAT(r.out, Contains("compiled: " + list + ";"));
+    CHECK_THAT(r.out, Contains("simd: " + supported.back() + " "));  // the widest this CPU runs, by default
+    for (const std::string& isa : supported) {  // each one this CPU runs can be chosen, and is used
+        const RunResult chosen = run_attn("--version", "ATTN_ISA=" + isa);
+        CHECK(chosen.status == 0);
+        CHECK_THAT(chosen.out, Contains("simd: " + isa + " "));
+    }
+    const RunResult unknown = run_attn("walk", "ATTN_ISA=avx9000");
+    CHECK(unknown.status == 2);
+    CHECK(unknown.out.empty());  // refused before any output
+    CHECK_THAT(unknown.err,
+               Contains("attn: error: ATTN_ISA=avx9000: not an instruction set of this build (compiled: "));
+    for (const std::string isa : {"sse2", "avx2", "avx512", "neon"})  // compiled, but this CPU lacks it
+        if (std::find(compiled.begin(), compiled.end(), isa) != compiled.end() &&
+            std::find(supported.begin(), supported.end(), isa) == supported.end()) {
+            const RunResult lacking = run_attn("run --q x --k x --v x", "ATTN_ISA=" + isa);
+            CHECK(lacking.status == 2);
+            CHECK_THAT(lacking.err, Contains("ATTN_ISA=" + isa + ": this CPU cannot run it"));
+        }
 }
 
 TEST_CASE("help lists the subcommands and the walk options", "[cli]") {

@@ -2,6 +2,8 @@
 // bit-for-bit determinism across thread counts, and the same shape errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <random>
 
@@ -245,5 +247,34 @@ TEST_CASE("the build reports its instruction set, batch width and thread count",
     CHECK_FALSE(attn::simd::instruction_set().empty());
     const std::size_t w = attn::simd::batch_width();
     CHECK((w == 4 || w == 8 || w == 16));
+    CHECK(attn::simd::tile_columns() == 2 * w);
     CHECK(attn::simd::max_threads() >= 1);
+    const auto compiled = attn::simd::compiled_isas(), supported = attn::simd::supported_isas();
+    REQUIRE_FALSE(supported.empty());
+    CHECK(supported.front() == compiled.front());  // the baseline runs everywhere
+    CHECK(std::find(supported.begin(), supported.end(), attn::simd::isa()) != supported.end());
+}
+
+TEST_CASE("every instruction set this CPU runs gives the same answers, within the float bound", "[simd][isa]") {
+    // Each set's kernels sum in their own order (4, 8 or 16 lanes, their own depth blocks), so they
+    // agree to rounding, not to the bit: compared with each other and with the naive chain.
+    std::mt19937 rng(20);
+    const Matrix Q = random_matrix(131, 40, rng), K = random_matrix(131, 40, rng), V = random_matrix(131, 33, rng);
+    const auto want = attn::scaled_dot_product_attention(Q, K, V, {.causal = true});
+    const std::string before = attn::simd::isa();
+    Matrix first;
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        INFO("instruction set " << isa);
+        attn::simd::set_isa(isa);
+        CHECK(attn::simd::isa() == isa);
+        for (const Backend backend : {Backend::simd, Backend::parallel, Backend::fused}) {
+            const auto got = attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = backend});
+            check_close(got.output, want.output);
+            if (first.empty()) first = got.output;
+            check_close(got.output, first);
+        }
+    }
+    attn::simd::set_isa(before);
+    CHECK_THROWS_WITH(attn::simd::set_isa("avx9000"), Catch::Contains("not an instruction set of this build"));
+    CHECK(attn::simd::isa() == before);  // a refused choice changes nothing
 }
