@@ -46,8 +46,7 @@ struct AttentionResult {
                      // Empty (0×0) with Backend::fused, which never forms α.
 };
 
-// Every intermediate of one forward pass, for the walkthrough and the tests. Backend::fused keeps
-// no n×n intermediates, so asking it for a trace is an error (std::invalid_argument).
+// Every intermediate of one forward pass, for the walkthrough and the tests (trace_forward, below).
 struct AttentionTrace {
     Matrix X, Q, K, V;
     Matrix S;         // Q·Kᵀ
@@ -62,12 +61,11 @@ float scale_factor(Scale scale, std::size_t d_k);
 
 // The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                             const AttentionOptions& options = {}, AttentionTrace* trace = nullptr);
+                                             const AttentionOptions& options = {});
 // Same, writing into `out`, whose matrices are reused when they already have room: a loop calling
 // this allocates (and first-touches) the n×m score buffer only once.
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                       const AttentionOptions& options, AttentionResult& out,
-                                       AttentionTrace* trace = nullptr);
+                                       const AttentionOptions& options, AttentionResult& out);
 
 // Memory a call allocates besides its inputs, for a caller that must keep within a budget
 // (`attn run --max-memory`). Checked arithmetic: std::length_error when it cannot even be counted.
@@ -83,8 +81,7 @@ public:
     // W_Q (d_model×d_k), W_K (d_model×d_k), W_V (d_model×d_v).
     SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V);
 
-    AttentionResult forward(const Matrix& X, const AttentionOptions& options = {},
-                            AttentionTrace* trace = nullptr) const;
+    AttentionResult forward(const Matrix& X, const AttentionOptions& options = {}) const;
 
     // Steps 1–2 alone: Q, K, V for X (forward = project, then scaled_dot_product_attention).
     struct Projections {
@@ -99,6 +96,10 @@ public:
 private:
     Matrix W_Q_, W_K_, W_V_;
 };
+
+// layer.forward(X, options) with every intermediate kept (attention/trace.cpp). Backend::fused keeps
+// no n×n intermediates, so asking it for a trace is an error (std::invalid_argument).
+AttentionTrace trace_forward(const SingleHeadAttention& layer, const Matrix& X, const AttentionOptions& options = {});
 
 // What the fast backends were built for, as `attn --version` prints it.
 struct BuildInfo {

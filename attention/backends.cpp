@@ -38,8 +38,10 @@ void softmax_rows_in_place(Matrix& S, Backend backend) {
     simd::softmax_rows_in_place(S, threads_of(backend));
 }
 
-void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O) {
-    simd::fused_attention_into(Q, K, V, scale, causal, O, simd::Threads::all);
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
+                          AttentionResult& out) {
+    out.weights.resize_for_overwrite(0, 0);
+    simd::fused_attention_into(Q, K, V, scale, causal, out.output, simd::Threads::all);
 }
 
 }  // namespace attn::backends

@@ -28,11 +28,7 @@ inline Matrix W_V() { return {{1.0f, 0.0f, 0.5f}, {0.0f, 1.0f, -0.5f}, {0.5f, -0
 inline SingleHeadAttention layer() { return {W_Q(), W_K(), W_V()}; }
 
 // One traced forward pass of the example: every intermediate, for printing and checking.
-inline AttentionTrace trace(const AttentionOptions& options = {}) {
-    AttentionTrace t;
-    layer().forward(X(), options, &t);
-    return t;
-}
+inline AttentionTrace trace(const AttentionOptions& options = {}) { return trace_forward(layer(), X(), options); }
 
 inline std::vector<std::string> tokens_zh() { return {"猫", "坐", "地毯"}; }
 inline std::vector<std::string> tokens_en() { return {"猫 cat", "坐 sat", "地毯 mat"}; }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "attention/worked_example.hpp"
 #include "check_close.hpp"
 #include "matrix/ops.hpp"
@@ -29,8 +30,7 @@ double divisor(Scale s, std::size_t d_k) {
 }  // namespace
 
 TEST_CASE("worked example: Q, K, V equal the values computed by hand", "[attention][example]") {
-    attn::AttentionTrace tr;
-    example_layer().forward(attn::worked_example::X(), {}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace();
     // e.g. Q₁₁ = 1.0·0.5 + 0.5·0.9 + (−0.2)·(−0.6) + 0.8·0.3 = 0.5 + 0.45 + 0.12 + 0.24 = 1.31
     const reference::Mat Q{{1.31, -0.12, 1.17}, {-1.08, 0.91, 0.73}, {0.77, 0.57, 0.02}};
     const reference::Mat K{{1.52, 0.47, -0.28}, {-0.31, 0.25, 0.96}, {0.11, 1.36, 0.30}};
@@ -57,8 +57,8 @@ TEST_CASE("worked example agrees with the double reference for every scale, with
     const Scale scale = GENERATE(Scale::sqrt_dk, Scale::dk, Scale::none);
     const bool causal = GENERATE(false, true);
     INFO("scale " << attn::to_string(scale) << (causal ? ", causal" : ""));
-    attn::AttentionTrace tr;
-    const auto r = example_layer().forward(attn::worked_example::X(), {.causal = causal, .scale = scale}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace({.causal = causal, .scale = scale});
+    const auto r = example_layer().forward(attn::worked_example::X(), {.causal = causal, .scale = scale});
     const auto want = reference::attention(reference::from(tr.Q), reference::from(tr.K), reference::from(tr.V),
                                            divisor(scale, 3), causal);
     check_close(r.weights, want.weights, 1e-6, 1e-5);
@@ -66,8 +66,8 @@ TEST_CASE("worked example agrees with the double reference for every scale, with
 }
 
 TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]") {
-    attn::AttentionTrace tr;
-    const auto r = example_layer().forward(attn::worked_example::X(), {.causal = true}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace({.causal = true});
+    const auto r = example_layer().forward(attn::worked_example::X(), {.causal = true});
     CHECK(tr.X == attn::worked_example::X());
     CHECK(tr.S == attn::matmul(tr.Q, attn::transpose(tr.K)));
     CHECK(tr.S_scaled == attn::scale(tr.S, 1.0f / std::sqrt(3.0f)));
@@ -75,6 +75,22 @@ TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]"
     CHECK(tr.weights == r.weights);
     CHECK(tr.output == r.output);
     CHECK(tr.output == attn::matmul(tr.weights, tr.V));
+    // Taken beside the chain, on every backend that has intermediates: its α and O are the chain's
+    // own bits, and its S' is what the chain's softmax started from.
+    std::mt19937 rng(23);
+    const attn::SingleHeadAttention layer(random_matrix(16, 8, rng), random_matrix(16, 8, rng),
+                                          random_matrix(16, 5, rng));
+    const Matrix X = random_matrix(37, 16, rng);
+    for (const attn::Backend b : {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel}) {
+        INFO(attn::to_string(b));
+        const attn::AttentionTrace t = attn::trace_forward(layer, X, {.causal = true, .backend = b});
+        const auto chain = layer.forward(X, {.causal = true, .backend = b});
+        CHECK(t.weights == chain.weights);
+        CHECK(t.output == chain.output);
+        Matrix alpha = t.S_masked;
+        attn::backends::softmax_rows_in_place(alpha, b);
+        CHECK(alpha == chain.weights);
+    }
 }
 
 TEST_CASE("scale factors are 1/√d_k, 1/d_k and 1", "[attention]") {

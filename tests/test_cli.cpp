@@ -25,8 +25,8 @@ using Catch::Contains;
 
 namespace {
 
-attn::AttentionResult library_result(const attn::AttentionOptions& o, attn::AttentionTrace* tr = nullptr) {
-    return attn::worked_example::layer().forward(attn::worked_example::X(), o, tr);
+attn::AttentionResult library_result(const attn::AttentionOptions& o) {
+    return attn::worked_example::layer().forward(attn::worked_example::X(), o);
 }
 
 }  // namespace
@@ -35,8 +35,8 @@ TEST_CASE("attn walk prints the worked example's numbers", "[cli][walk]") {
     const RunResult r = run_attn("walk");
     REQUIRE(r.status == 0);
     CHECK(r.err.empty());
-    attn::AttentionTrace tr;
-    const auto want = library_result({}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace();
+    const auto want = library_result({});
     check_matches(matrix_after(r.out, "Step 1"), attn::worked_example::X(), 5e-5);
     check_matches(matrix_after(r.out, "  Q ("), tr.Q, 5e-5);
     check_matches(matrix_after(r.out, "Step 3"), tr.S, 5e-5);
@@ -56,8 +56,8 @@ TEST_CASE("attn walk prints the worked example's numbers", "[cli][walk]") {
 TEST_CASE("attn walk --causal --scale dk --lang zh", "[cli][walk]") {
     const RunResult r = run_attn("walk --causal --scale dk --lang zh");
     REQUIRE(r.status == 0);
-    attn::AttentionTrace tr;
-    const auto want = library_result({.causal = true, .scale = attn::Scale::dk}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace({.causal = true, .scale = attn::Scale::dk});
+    const auto want = library_result({.causal = true, .scale = attn::Scale::dk});
     CHECK_THAT(r.out, Contains("第 3 步") && Contains("因果掩码") && Contains("S ÷ d_k = S ÷ 3"));
     check_matches(matrix_after(r.out, "第 4½ 步"), tr.S_masked, 5e-5);
     const auto weights = matrix_after(r.out, "第 5 步");

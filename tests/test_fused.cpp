@@ -73,8 +73,8 @@ TEST_CASE("fused returns no α and refuses to trace", "[fused]") {
     const auto r = attn::scaled_dot_product_attention(Q, K, V, {.backend = Backend::fused});
     CHECK(r.weights.empty());
     CHECK(r.output.rows() == 4);
-    attn::AttentionTrace trace;
-    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, K, V, {.backend = Backend::fused}, &trace),
+    const attn::SingleHeadAttention layer(Matrix(2, 3, 0.5f), Matrix(2, 3, 0.25f), Matrix(2, 2, 1.0f));
+    CHECK_THROWS_WITH(attn::trace_forward(layer, Matrix(4, 2, 1.0f), {.backend = Backend::fused}),
                       Catch::Contains("fused backend never stores S or α"));
 }
 

@@ -57,8 +57,7 @@ TEST_CASE("walk --causal: exercise 5 says why o₁ = v₁ and shows the last tok
     const RunResult plain = run_attn("walk"), masked = run_attn("walk --causal");
     CHECK_THAT(plain.out, !Contains("sees only itself"));
     CHECK_THAT(masked.out, Contains("token 1 sees only itself: α₁₁ = 1, so o₁ = v₁") && Contains("‖o₁ − v₁‖ = 0.0000"));
-    attn::AttentionTrace tr;
-    attn::worked_example::layer().forward(attn::worked_example::X(), {.causal = true}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace({.causal = true});
     const auto last = ex::output_against_value(tr, 2);
     char want[64];
     std::snprintf(want, sizeof want, "‖o₃ − v₃‖ = %.4f", last.distance);
@@ -69,8 +68,7 @@ TEST_CASE("walk --causal: exercise 5 says why o₁ = v₁ and shows the last tok
 TEST_CASE("walk shows confusions 1, 2 and 4 with the library's numbers", "[cli][walk][lesson]") {
     const RunResult r = run_attn("walk");
     REQUIRE(r.status == 0);
-    attn::AttentionTrace tr;
-    attn::worked_example::layer().forward(attn::worked_example::X(), {}, &tr);
+    const attn::AttentionTrace tr = attn::worked_example::trace();
     check_matches(matrix_after(r.out, "  Q·K ("), attn::matmul(tr.Q, tr.K), 5e-5);
     const attn::Matrix by_column = ex::softmax_columns(tr.S_scaled);
     check_matches(matrix_after(r.out, "Confusion 2"), by_column, 5e-5);
@@ -98,9 +96,7 @@ TEST_CASE("walk --format json holds the library's numbers at full precision", "[
     for (bool causal : {false, true}) {
         const RunResult r = run_attn(std::string("walk --format json --scale dk") + (causal ? " --causal" : ""));
         REQUIRE(r.status == 0);
-        attn::AttentionTrace tr;
-        attn::worked_example::layer().forward(attn::worked_example::X(), {.causal = causal, .scale = attn::Scale::dk},
-                                              &tr);
+        const attn::AttentionTrace tr = attn::worked_example::trace({.causal = causal, .scale = attn::Scale::dk});
         CHECK_THAT(r.out, Contains("\"scale\": \"dk\"") && Contains(causal ? "\"causal\": true" : "\"causal\": false"));
         // Every entry of α and O, in order, after its key.
         for (const auto& [key, m] : {std::pair{"\"weights\"", &tr.weights}, {"\"output\"", &tr.output}}) {
