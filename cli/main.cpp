@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "cli/args.hpp"
 #include "cli/exercise.hpp"
 #include "cli/run.hpp"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"

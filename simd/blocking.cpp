@@ -205,18 +205,4 @@ std::string describe(const Blocking& b) {
            "; fused: " + std::to_string(b.fused_rows) + " query rows × " + std::to_string(b.fused_keys) + " keys";
 }
 
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);) {
-        for (const char* key : {"model name", "Hardware", "Model"}) {
-            if (line.rfind(key, 0) == 0 && line.find(':') != std::string::npos) {
-                std::string value = line.substr(line.find(':') + 1);
-                value.erase(0, value.find_first_not_of(" \t"));
-                if (!value.empty()) return value;
-            }
-        }
-    }
-    return "unknown";
-}
-
 }  // namespace attn::simd

@@ -57,7 +57,4 @@ std::string describe(const Caches& c);
 // "kc 288, mc 1590, nc 7040; fused: 906 query rows × 288 keys"
 std::string describe(const Blocking& b);
 
-// The CPU's model name as the OS reports it ("AMD EPYC 7B13", …), or "unknown".
-std::string cpu_model();
-
 }  // namespace attn::simd

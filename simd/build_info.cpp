@@ -1,11 +1,29 @@
-// simd/build_info.cpp — OpenMP: whether this build has it, and how many threads a team gets.
+// simd/build_info.cpp — what this build runs on: the CPU's model name, and OpenMP (whether this
+// build has it, and how many threads a team gets).
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
+#include <fstream>
+#include <string>
+
 #include "simd/simd.hpp"
 
 namespace attn::simd {
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+        for (const char* key : {"model name", "Hardware", "Model"}) {
+            if (line.rfind(key, 0) == 0 && line.find(':') != std::string::npos) {
+                std::string value = line.substr(line.find(':') + 1);
+                value.erase(0, value.find_first_not_of(" \t"));
+                if (!value.empty()) return value;
+            }
+        }
+    }
+    return "unknown";
+}
 
 #if defined(_OPENMP)
 bool openmp_built() { return true; }

@@ -77,7 +77,9 @@ std::string instruction_set();              // xsimd's name for the one in use: 
 std::size_t batch_width();                  // its floats per batch: 4, 8 or 16
 std::size_t tile_columns();                 // its register tile's columns, NR = 2·batch_width()
 
-// OpenMP (simd/build_info.cpp): whether it was compiled in, and the threads a team gets (1 without).
+// What this build runs on (simd/build_info.cpp): the CPU's model name as the OS reports it ("AMD EPYC
+// 7B13", …, or "unknown"); whether OpenMP was compiled in, and the threads a team gets (1 without).
+std::string cpu_model();
 bool openmp_built();
 int max_threads();
 void set_max_threads(int threads);  // omp_set_num_threads; does nothing without OpenMP

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "attention/worked_example.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"

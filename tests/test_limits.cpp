@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/size.hpp"

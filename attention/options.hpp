@@ -1,0 +1,42 @@
+// attention/options.hpp — the words of the chain's interface: how to scale, which kernels, the
+// options of a call and what it returns. Included by attention.hpp and backends.hpp alike.
+#pragma once
+
+#include <string>
+
+#include "matrix/matrix.hpp"
+
+namespace attn {
+
+// What the scores are divided by before the softmax (the lesson's exercise 1 compares them).
+enum class Scale {
+    sqrt_dk,  // ÷√d_k — the lesson's choice: keeps Var(S_ij) at 1 whatever d_k is
+    dk,       // ÷d_k  — shrinks scores too much: α drifts toward uniform as d_k grows
+    none,     // ÷1    — Var(S_ij) = d_k: α drifts toward one-hot, gradients vanish
+};
+
+// Which kernels compute each step. The formulas are the same; only the loops differ.
+enum class Backend {
+    naive,     // matrix/ops.cpp: the textbook loops
+    simd,      // simd/: xsimd-vectorised, cache-blocked kernels on one thread
+    parallel,  // the same simd kernels with output rows split over OpenMP threads
+    fused,     // steps 3–6 in one tiled pass with an online softmax: S and α are never stored
+};
+
+struct AttentionOptions {
+    bool causal = false;  // exercise 4: position i sees only positions j ≤ i
+    Scale scale = Scale::sqrt_dk;
+    Backend backend = Backend::naive;
+};
+
+struct AttentionResult {
+    Matrix output;   // O (n×d_v): one context-mixed vector per token
+    Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1.
+                     // In code α is always `weights`; `attn run --out` writes it as attn.npy.
+                     // Empty (0×0) with Backend::fused, which never forms α.
+};
+
+std::string to_string(Scale scale);      // "sqrt", "dk", "none"
+std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
+
+}  // namespace attn
