@@ -1,3 +1,5 @@
+// attention/backends.cpp — each step of the chain, sent to the kernel its backend names (naive loops
+// or simd/), and what those kernels allocate and were built for.
 #include "attention/backends.hpp"
 
 #include <algorithm>

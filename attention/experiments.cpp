@@ -1,3 +1,5 @@
+// attention/experiments.cpp — the lesson's exercises and confusions as computations: the
+// numbers `attn exercise`, `attn variance` and `attn walk` print, and the tests check.
 #include "attention/experiments.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // bench/bench_openblas.cpp — the same attention core with OpenBLAS doing both products, for
-// comparison with a professional BLAS: cblas_sgemm computes S = c·Q·Kᵀ and O = α·V, our
+// comparison with a professional BLAS: cblas_sgemm computes S = scale·Q·Kᵀ and O = α·V, our
 // vectorised softmax_rows sits between them. Built only when Meson finds OpenBLAS.
 #include <cblas.h>
 

@@ -1,3 +1,4 @@
+// bench/gemm_steps.cpp — step 3 of the GEMM story (i-k-j with a vector axpy), for bench/ to time.
 #include "bench/gemm_steps.hpp"
 
 #include <algorithm>

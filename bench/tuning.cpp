@@ -3,7 +3,7 @@
 // the model on their machine (`scripts/dev tune` runs it and prints the best beside the model).
 //
 //   BM_tune_gemm/kc:K/mc:M      C = A·B, 1024³, one thread: kc varied at the model's mc, and mc at its kc
-//   BM_tune_core/kc:K/mc:M      the materialised core (S = c·Q·Kᵀ, softmax, α·V), n = 2048, d = 64,
+//   BM_tune_core/kc:K/mc:M      the materialised core (S = scale·Q·Kᵀ, softmax, α·V), n = 2048, d = 64,
 //                               all threads: the same two sweeps (its products have k = 64 and 2048)
 //   BM_tune_fused/rows:R/keys:C the fused core, n = 2048, d = 64, all threads: the same for its two sizes
 //

@@ -1,3 +1,4 @@
+// cli/args.cpp — reading options: values, numbers, languages, and refusing an option given twice.
 #include "cli/args.hpp"
 
 namespace attn::cli {

@@ -170,14 +170,14 @@ void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << tr(l, "Exercise 2 · Is the diagonal S_ii the largest score of its row?\n\n",
               "练习 2 · 对角线 S_ii 一定是该行最大的分数吗？\n\n");
-    const AttentionTrace tr_ = worked_example::trace();
-    const auto tokens = l == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
+    const AttentionTrace example = worked_example::trace();
+    const auto tokens = example_tokens(l);
     out << tr(l, "  In the worked example:\n", "  在示例中：\n");
-    for (std::size_t i = 0; i < tr_.S.rows(); ++i) {
-        const auto row = tr_.S.row(i);
-        const std::size_t best = static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
-        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(tr_.S(i, i), 4) << "  "
-            << tr(l, "max = ", "最大值 = ") << format_number(tr_.S(i, best), 4) << " (" << tokens[best] << ")  "
+    for (std::size_t i = 0; i < example.S.rows(); ++i) {
+        const auto row = example.S.row(i);
+        const std::size_t best = ex::row_argmax(row);
+        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(example.S(i, i), 4) << "  "
+            << tr(l, "max = ", "最大值 = ") << format_number(example.S(i, best), 4) << " (" << tokens[best] << ")  "
             << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
     }
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
@@ -266,7 +266,7 @@ void exercise4(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     const AttentionTrace t = worked_example::trace({.causal = true});
     PrintOptions p;
-    p.row_labels = l == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
+    p.row_labels = example_tokens(l);
     p.col_labels = p.row_labels;
     out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n",
               "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i\n\n")

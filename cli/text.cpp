@@ -1,7 +1,10 @@
+// cli/text.cpp — the sentences of `attn walk` in English and Chinese, and which language to use.
 #include "cli/text.hpp"
 
 #include <cstdlib>
 #include <string_view>
+
+#include "attention/worked_example.hpp"
 
 namespace attn::cli {
 
@@ -96,7 +99,6 @@ const Text english{
     .exercise5_note = "the difference is what the other tokens contributed: o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁).",
     .exercise5_causal =
         "under the causal mask token 1 sees only itself: α₁₁ = 1, so o₁ = v₁. The last token sees every token:",
-    .exercise5_last = "the last token",
     .norm = "(length)",
     .summary = "How the shapes flowed",
     .confusion4 = "Confusion 4 · How do d_k and d_model relate?",
@@ -191,7 +193,6 @@ const Text chinese{
     .exercise5 = "练习 5 · 比较 output[0] 与 V[0]",
     .exercise5_note = "差值就是其他词贡献的信息：o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)。",
     .exercise5_causal = "使用因果掩码时，第 1 个词只能看到自己：α₁₁ = 1，所以 o₁ = v₁。最后一个词能看到所有词：",
-    .exercise5_last = "最后一个词",
     .norm = "（长度）",
     .summary = "各步的形状",
     .confusion4 = "误区 4 · d_k 与 d_model 是什么关系？",
@@ -221,5 +222,9 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
 }  // namespace
 
 const Text& text(Lang lang) { return lang == Lang::zh ? chinese : english; }
+
+std::vector<std::string> example_tokens(Lang lang) {
+    return lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
+}
 
 }  // namespace attn::cli

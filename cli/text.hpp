@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "attention/attention.hpp"
 
@@ -71,7 +72,6 @@ struct Text {
     const char* exercise5;
     const char* exercise5_note;
     const char* exercise5_causal;
-    const char* exercise5_last;
     const char* norm;
     const char* summary;
     const char* confusion4;
@@ -81,5 +81,8 @@ struct Text {
 };
 
 const Text& text(Lang lang);
+
+// The worked example's tokens as row labels: 猫 坐 地毯, with the English words beside them in English.
+std::vector<std::string> example_tokens(Lang lang);
 
 }  // namespace attn::cli

@@ -109,12 +109,8 @@ std::string term(float v, int precision) {
 
 class Walk {
 public:
-    Walk(const WalkOptions& o, bool color)
-        : o_(o),
-          t_(text(o.lang)),
-          color_(color),
-          tokens_(o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en()) {
-        tr_ = worked_example::trace(o.attention);
+    Walk(const WalkOptions& o, bool color) : o_(o), t_(text(o.lang)), color_(color), tokens_(example_tokens(o.lang)) {
+        trace_ = worked_example::trace(o.attention);
     }
 
     std::string render() {
@@ -140,10 +136,10 @@ private:
     const Text& t_;
     bool color_;
     std::vector<std::string> tokens_;
-    AttentionTrace tr_;
+    AttentionTrace trace_;
     std::ostringstream out_;
 
-    std::size_t n() const { return tr_.X.rows(); }
+    std::size_t n() const { return trace_.X.rows(); }
     std::string num(float v) const { return format_number(v, o_.precision); }
     std::string labelled(const Matrix& m, bool token_columns = false) const {
         PrintOptions p;
@@ -170,7 +166,7 @@ private:
         return s;
     }
     std::string scale_text() const {
-        const std::size_t d_k = tr_.Q.cols();
+        const std::size_t d_k = trace_.Q.cols();
         // the symbol, then the divisor worked out (appended, not "+": GCC 12 warns falsely on " " + string)
         const std::string symbol = std::string(" ").append(scale_symbol(o_.attention.scale));
         switch (o_.attention.scale) {
@@ -196,14 +192,14 @@ private:
         const char* comma = t_.comma;
         out_ << t_.title << "\n\n  " << t_.formula << t_.colon << formula() << "\n  " << t_.sentence << t_.colon << "[";
         for (std::size_t i = 0; i < n(); ++i) out_ << (i ? comma : "") << tokens_[i];
-        out_ << "]\n  " << t_.settings << t_.colon << "n = " << n() << comma << "d_model = " << tr_.X.cols() << comma
-             << "d_k = " << tr_.Q.cols() << comma << "d_v = " << tr_.V.cols() << comma << "S" << scale_text() << comma
-             << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << comma << t_.backend << " "
+        out_ << "]\n  " << t_.settings << t_.colon << "n = " << n() << comma << "d_model = " << trace_.X.cols() << comma
+             << "d_k = " << trace_.Q.cols() << comma << "d_v = " << trace_.V.cols() << comma << "S" << scale_text()
+             << comma << (o_.attention.causal ? t_.causal_mask : t_.no_mask) << comma << t_.backend << " "
              << to_string(o_.attention.backend) << "\n  " << t_.conventions << "\n";
     }
 
     void shapes() {
-        const std::size_t dm = tr_.X.cols(), dk = tr_.Q.cols(), dv = tr_.V.cols();
+        const std::size_t dm = trace_.X.cols(), dk = trace_.Q.cols(), dv = trace_.V.cols();
         const std::vector<std::array<std::string, 3>> rows = {
             {"X", "n×d_model", shape_string(n(), dm)},
             {"W_Q, W_K", "d_model×d_k", shape_string(dm, dk)},
@@ -220,8 +216,8 @@ private:
     }
 
     void step1() {
-        heading(t_.step1 + (" (" + shape_string(tr_.X) + ")"), t_.step1_note);
-        out_ << labelled(tr_.X);
+        heading(t_.step1 + (" (" + shape_string(trace_.X) + ")"), t_.step1_note);
+        out_ << labelled(trace_.X);
     }
 
     void step2() {
@@ -230,29 +226,30 @@ private:
         const SingleHeadAttention layer = worked_example::layer();
         for (const auto& [name, w] : {std::pair{"W_Q", &layer.W_Q()}, {"W_K", &layer.W_K()}, {"W_V", &layer.W_V()}})
             out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
-        for (const auto& [name, m] : {std::pair{"Q", &tr_.Q}, {"K", &tr_.K}, {"V", &tr_.V}})
+        for (const auto& [name, m] : {std::pair{"Q", &trace_.Q}, {"K", &trace_.K}, {"V", &trace_.V}})
             out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
         out_ << "\n  " << t_.expanded << t_.colon << "Q" << sub(1) << sub(1) << " = x" << sub(1) << "·"
-             << t_.column1_of_W_Q << " = " << products(tr_.X.row(0), column(layer.W_Q(), 0)) << " = "
-             << num(tr_.Q(0, 0)) << "\n";
+             << t_.column1_of_W_Q << " = " << products(trace_.X.row(0), column(layer.W_Q(), 0)) << " = "
+             << num(trace_.Q(0, 0)) << "\n";
     }
 
     void step3() {
-        heading(t_.step3 + (" (" + shape_string(tr_.S) + ")"), t_.step3_note);
-        out_ << labelled(tr_.S, true);
+        heading(t_.step3 + (" (" + shape_string(trace_.S) + ")"), t_.step3_note);
+        out_ << labelled(trace_.S, true);
         const std::size_t j = std::min<std::size_t>(1, n() - 1);
         out_ << "\n  " << t_.expanded << t_.colon << "S" << sub(1) << sub(j + 1) << " = q" << sub(1) << "·k"
-             << sub(j + 1) << " = " << products(tr_.Q.row(0), tr_.K.row(j)) << " = " << num(tr_.S(0, j)) << "\n";
+             << sub(j + 1) << " = " << products(trace_.Q.row(0), trace_.K.row(j)) << " = " << num(trace_.S(0, j))
+             << "\n";
     }
 
     // Q·K computed by the library on the example, beside S: the entry that S₁₂ holds is something else in Q·K.
     void confusion1() {
         heading(t_.confusion1, t_.confusion1_note);
-        const Matrix QK = experiments::scores_without_transpose(tr_.Q, tr_.K);
+        const Matrix QK = experiments::scores_without_transpose(trace_.Q, trace_.K);
         out_ << "  Q·K (" << shape_string(QK) << ", n = d_k = " << n() << ")\n" << plain(QK);
-        out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(tr_.Q.row(0), column(tr_.K, 1)) << " = "
+        out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(trace_.Q.row(0), column(trace_.K, 1)) << " = "
              << num(QK(0, 1)) << t_.semicolon << t_.confusion1_compare << t_.colon << "S" << sub(1) << sub(2) << " = "
-             << num(tr_.S(0, 1)) << "\n";
+             << num(trace_.S(0, 1)) << "\n";
     }
 
     static std::vector<float> column(const Matrix& m, std::size_t j) {
@@ -266,18 +263,18 @@ private:
                            : o_.attention.scale == Scale::dk    ? t_.step4_note_dk
                                                                 : t_.step4_note_none;
         heading(t_.step4 + scale_text(), note);
-        out_ << labelled(tr_.S_scaled, true);
+        out_ << labelled(trace_.S_scaled, true);
         if (!o_.attention.causal) return;
         heading(t_.step4_mask, t_.step4_mask_note);
-        out_ << labelled(tr_.S_masked, true);
+        out_ << labelled(trace_.S_masked, true);
     }
 
     void step5() {
-        heading(t_.step5 + (" (" + shape_string(tr_.weights) + ")"), t_.step5_note);
-        out_ << labelled(tr_.weights, true);
+        heading(t_.step5 + (" (" + shape_string(trace_.weights) + ")"), t_.step5_note);
+        out_ << labelled(trace_.weights, true);
         // Under the causal mask row 1 sees only itself, so write out the last row, which sees every token.
         const std::size_t r = o_.attention.causal ? n() - 1 : 0;
-        const auto s = (o_.attention.causal ? tr_.S_masked : tr_.S_scaled).row(r);
+        const auto s = (o_.attention.causal ? trace_.S_masked : trace_.S_scaled).row(r);
         const float m = *std::max_element(s.begin(), s.end());
         Matrix e(1, s.size());
         float sum = 0.0f;
@@ -286,15 +283,15 @@ private:
              << "    " << t_.row_max << t_.colon << "m = " << num(m) << "\n"
              << "    " << t_.exponentials << " =" << plain(e, " ") << "    " << t_.row_sum << " = " << num(sum)
              << t_.semicolon << "α" << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " ="
-             << plain(as_row(tr_.weights.row(r)), " ");
-        out_ << "\n  " << t_.row_sums << t_.colon << sums(tr_.weights, false) << "\n";
+             << plain(as_row(trace_.weights.row(r)), " ");
+        out_ << "\n  " << t_.row_sums << t_.colon << sums(trace_.weights, false) << "\n";
         if (color_) heat_map();
     }
 
     // The softmax taken down the columns of the same S', by the library: its column and row sums.
     void confusion2() {
         heading(t_.confusion2, t_.confusion2_note);
-        const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? tr_.S_masked : tr_.S_scaled);
+        const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? trace_.S_masked : trace_.S_scaled);
         out_ << labelled(by_column, true) << "  " << t_.column_sums << t_.colon << sums(by_column, true) << "\n  "
              << t_.row_sums_now << t_.colon << sums(by_column, false) << "\n";
     }
@@ -319,7 +316,7 @@ private:
         out_ << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
             out_ << "  " << pad_right(tokens_[i], w);
-            for (float a : tr_.weights.row(i)) {
+            for (float a : trace_.weights.row(i)) {
                 const int shade = 255 - static_cast<int>(std::lround(a * 23.0f));  // 255 light … 232 dark
                 const int fg = shade > 243 ? 16 : 231;                             // black on light, white on dark
                 out_ << " \x1b[48;5;" << shade << "m\x1b[38;5;" << fg << "m" << pad_left(format_number(a, 2), 7)
@@ -330,24 +327,25 @@ private:
     }
 
     void step6() {
-        heading(t_.step6 + (" (" + shape_string(tr_.output) + ")"), t_.step6_note);
-        out_ << labelled(tr_.output);
+        heading(t_.step6 + (" (" + shape_string(trace_.output) + ")"), t_.step6_note);
+        out_ << labelled(trace_.output);
         out_ << "\n  " << t_.expanded << t_.colon << "o" << sub(1) << " =";
         for (std::size_t j = 0; j < n(); ++j)
-            out_ << (j ? " +" : "") << " " << num(tr_.weights(0, j)) << "·v" << sub(j + 1);
+            out_ << (j ? " +" : "") << " " << num(trace_.weights(0, j)) << "·v" << sub(j + 1);
         out_ << "\n";
     }
 
     void diagonal() {
         out_ << "\n" << t_.diagonal << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
-            const auto r = tr_.S.row(i);
+            const auto r = trace_.S.row(i);
             const std::size_t best = experiments::row_argmax(r);
-            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(tr_.S(i, i));
+            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = "
+                 << num(trace_.S(i, i));
             if (best == i) out_ << "  " << t_.diagonal_yes << "\n";
             else
                 out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1) << " = "
-                     << num(tr_.S(i, best)) << ")\n";
+                     << num(trace_.S(i, best)) << ")\n";
         }
     }
 
@@ -362,7 +360,7 @@ private:
     }
 
     void output_against_value(std::size_t row) {
-        const experiments::OutputAgainstValue table = experiments::output_against_value(tr_, row);
+        const experiments::OutputAgainstValue table = experiments::output_against_value(trace_, row);
         Matrix rows(3, table.rows.cols());  // o_i, v_i, o_i − v_i (exercise 5 adds the decomposition)
         std::copy(table.rows.data(), table.rows.data() + rows.size(), rows.data());
         PrintOptions p;
@@ -375,10 +373,10 @@ private:
 
     void summary() {
         out_ << "\n"
-             << t_.summary << "\n  X (" << shape_string(tr_.X) << ") → Q (" << shape_string(tr_.Q) << "), K ("
-             << shape_string(tr_.K) << "), V (" << shape_string(tr_.V) << ") → S (" << shape_string(tr_.S) << ") → S' ("
-             << shape_string(tr_.S_scaled) << ") → α (" << shape_string(tr_.weights) << ") → O ("
-             << shape_string(tr_.output) << ")\n";
+             << t_.summary << "\n  X (" << shape_string(trace_.X) << ") → Q (" << shape_string(trace_.Q) << "), K ("
+             << shape_string(trace_.K) << "), V (" << shape_string(trace_.V) << ") → S (" << shape_string(trace_.S)
+             << ") → S' (" << shape_string(trace_.S_scaled) << ") → α (" << shape_string(trace_.weights) << ") → O ("
+             << shape_string(trace_.output) << ")\n";
     }
 
     // d_k = d_model / h for the original Transformer, computed by the library's head_width.
@@ -399,7 +397,7 @@ int walk_command(std::span<const std::string> args) {
         return 0;
     }
     if (o.json) {
-        const auto tokens = o.lang == Lang::zh ? worked_example::tokens_zh() : worked_example::tokens_en();
+        const auto tokens = example_tokens(o.lang);
         std::cout << walk_json(worked_example::trace(o.attention), o.attention, tokens);
         return 0;
     }

@@ -1,3 +1,4 @@
+// cli/walk_json.cpp — `attn walk --format json`: every intermediate at full precision, for the pages.
 #include "cli/walk_json.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// matrix/matrix.cpp — the row-major Matrix: construction and resizing with checked sizes, shapes as text, equality.
 #include "matrix/matrix.hpp"
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <limits>
 #include <new>
 #include <span>
 #include <string>
@@ -35,6 +36,9 @@ struct AlignedAllocator {
 };
 
 inline constexpr std::size_t matrix_alignment = 64;
+
+// −∞: what the causal mask writes above the diagonal (e^−∞ = 0), and the maximum of no numbers.
+inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 class Matrix {
 public:

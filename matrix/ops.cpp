@@ -1,8 +1,8 @@
-// matrix/ops.cpp — naive reference implementations. Plain loops, no tricks: read these first.
+// matrix/ops.cpp — naive reference implementations. Plain loops, no tricks: read these first. (The
+// one exception is at the end: the row and column norms that guard every call, written for speed.)
 #include "matrix/ops.hpp"
 
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,14 +39,14 @@ Matrix transpose(const Matrix& A) {
     return T;
 }
 
-// [naive scale] A_ij ← c·A_ij
-void scale_in_place(Matrix& A, float c) {
-    for (std::size_t i = 0; i < A.size(); ++i) A.data()[i] *= c;
+// [naive scale] A_ij ← factor·A_ij
+void scale_in_place(Matrix& A, float factor) {
+    for (std::size_t i = 0; i < A.size(); ++i) A.data()[i] *= factor;
 }
 
-Matrix scale(const Matrix& A, float c) {
+Matrix scaled(const Matrix& A, float factor) {
     Matrix R = A;
-    scale_in_place(R, c);
+    scale_in_place(R, factor);
     return R;
 }
 
@@ -64,9 +64,9 @@ Matrix scale(const Matrix& A, float c) {
 void softmax_rows_in_place(Matrix& S) {
     for (std::size_t i = 0; i < S.rows(); ++i) {
         auto x = S.row(i);
-        float m = -std::numeric_limits<float>::infinity();
+        float m = neg_inf;
         for (float v : x) m = std::fmax(m, v);  // fmax ignores a NaN unless all are NaN
-        if (m == -std::numeric_limits<float>::infinity()) {
+        if (m == neg_inf) {
             for (float& v : x) v = 0.0f;
             continue;
         }
@@ -89,7 +89,7 @@ Matrix softmax_rows(const Matrix& S) {
 void causal_mask_in_place(Matrix& S) {
     check_square("causal_mask", S);
     for (std::size_t i = 0; i < S.rows(); ++i) {
-        for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = neg_inf;
     }
 }
 

@@ -21,9 +21,9 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C);
 // Aᵀ,  (m×n) → (n×m),  (Aᵀ)_ij = A_ji
 Matrix transpose(const Matrix& A);
 
-// c·A, element by element; also in place.
-Matrix scale(const Matrix& A, float c);
-void scale_in_place(Matrix& A, float c);
+// factor·A, element by element (step 4 multiplies S by scale = 1/√d_k); also in place.
+Matrix scaled(const Matrix& A, float factor);
+void scale_in_place(Matrix& A, float factor);
 
 // Each row turned into a probability distribution: p_j = e^(x_j − max) / Σ_t e^(x_t − max).
 // A row that is entirely −∞ (every position masked) becomes all zeros; see ops.cpp for why.

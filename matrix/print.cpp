@@ -1,3 +1,4 @@
+// matrix/print.cpp — matrices as aligned text, with labels whose width counts wide Chinese characters.
 #include "matrix/print.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// matrix/shape_checks.cpp — the shape checks every kernel makes, worded the same way for all of them.
 #include "matrix/shape_checks.hpp"
 
 #include <stdexcept>

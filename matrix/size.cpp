@@ -1,3 +1,4 @@
+// matrix/size.cpp — size arithmetic that refuses to overflow, and memory budgets in words.
 #include "matrix/size.hpp"
 
 #include <stdexcept>

@@ -54,7 +54,7 @@ std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t thread
 
 // "L1d 48 KiB 12-way, L2 2 MiB 16-way, L3 260 MiB 20-way shared by 2 (sysfs)"
 std::string describe(const Caches& c);
-// "kc 288, mc 1590, nc 7040; fused: 906 query rows × 288 keys"
+// "kc 288, mc 1590, nc 8192; fused: 906 query rows × 288 keys"
 std::string describe(const Blocking& b);
 
 }  // namespace attn::simd

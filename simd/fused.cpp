@@ -24,7 +24,6 @@
 // (BC×NR), and m, ℓ for BR rows: fused_scratch_bytes(d_k). Nothing grows with n or d_v. Each panel
 // is packed and then used at once by every row strip of the block, while it is still in L1.
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -39,17 +38,11 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-// Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
-// when that leaves a thread idle; BC = blocking.fused_keys keys per tile. Each block packs every
-// K/V tile it visits, so the packing cost is divided by BR: BR = 48 gave 225 GFLOP/s against ~275
-// for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
-constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
 using Buffer = ScratchBuffer;
 
 // One thread's scratch space, kept from call to call (first touch of fresh memory is slow).
 struct Scratch {
-    Buffer scores, k_panel, v_panel, row_max, row_sum;
+    Buffer scores, k_panel, v_panel, running_max, running_sum;  // the last two: m and ℓ per row
     void fit(std::size_t d_k, std::size_t rows, std::size_t keys) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) b.resize(n);
@@ -57,11 +50,15 @@ struct Scratch {
         grow(scores, rows * keys);
         grow(k_panel, d_k * NR);
         grow(v_panel, keys * NR);
-        grow(row_max, rows);
-        grow(row_sum, rows);
+        grow(running_max, rows);
+        grow(running_sum, rows);
     }
 };
 
+// Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
+// when that leaves a thread idle; BC = blocking.fused_keys keys per tile. Each block packs every
+// K/V tile it visits, so the packing cost is divided by BR: BR = 48 gave 225 GFLOP/s against ~275
+// for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
 struct Problem {
     const Matrix &Q, &K, &V;
     float scale;
@@ -70,11 +67,11 @@ struct Problem {
     std::size_t BR, BC;  // query rows per block, keys per tile (the score block's row stride)
 };
 
-void scale_row(float* x, std::size_t n, float c) {
-    for (std::size_t k = 0; k < n; ++k) x[k] *= c;
+void scale_row(float* x, std::size_t n, float factor) {
+    for (std::size_t k = 0; k < n; ++k) x[k] *= factor;
 }
 
-// [fused scores] S_tile = c·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
+// [fused scores] S_tile = scale·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
     for (std::size_t q = 0; q * NR < cols; ++q) {
@@ -96,15 +93,15 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
     const std::size_t d_v = p.V.cols();
     for (std::size_t r = 0; r < rows; ++r) {
         const std::span<float> tile(s.scores.data() + r * p.BC, cols);
-        float& m = s.row_max[r];
-        const float m_new = std::fmax(m, row_max(tile));
-        if (m_new == neg_inf) {  // nothing visible yet in this row: the tile contributes nothing
+        float& max_so_far = s.running_max[r];
+        const float new_max = std::fmax(max_so_far, row_max(tile));
+        if (new_max == neg_inf) {  // nothing visible yet in this row: the tile contributes nothing
             std::fill(tile.begin(), tile.end(), 0.0f);
             continue;
         }
-        const float correction = std::exp(m - m_new);  // e^(m − m'); 0 on the first visible tile
-        s.row_sum[r] = s.row_sum[r] * correction + exp_and_sum(tile, m_new);
-        m = m_new;
+        const float correction = std::exp(max_so_far - new_max);  // e^(m − m'); 0 on the first visible tile
+        s.running_sum[r] = s.running_sum[r] * correction + exp_and_sum(tile, new_max);
+        max_so_far = new_max;
         if (correction != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, correction);
     }
 }
@@ -124,8 +121,8 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
 // Rows [i0, i0+rows) of O, start to finish, on one thread.
 void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s) {
     const std::size_t m_keys = p.K.rows(), d_v = p.V.cols();
-    std::fill(s.row_max.begin(), s.row_max.begin() + rows, neg_inf);
-    std::fill(s.row_sum.begin(), s.row_sum.begin() + rows, 0.0f);
+    std::fill(s.running_max.begin(), s.running_max.begin() + rows, neg_inf);
+    std::fill(s.running_sum.begin(), s.running_sum.begin() + rows, 0.0f);
     std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);
     const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no tile past the block
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
@@ -135,7 +132,7 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
         accumulate_values(p, i0, rows, j0, cols, s);
     }
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0
-        const float l = s.row_sum[r];
+        const float l = s.running_sum[r];
         if (l > 0.0f) scale_row(p.O.row(i0 + r).data(), d_v, 1.0f / l);
     }
 }

@@ -130,7 +130,7 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, c
     gemm(A, B, BLayout::k_by_n, 1.0f, C, threads, blocking);
 }
 
-// [fast scores] S' = c·Q·Kᵀ: steps 3 and 4 in one pass; panels of Kᵀ are packed from rows of K
+// [fast scores] S' = scale·Q·Kᵀ: steps 3 and 4 in one pass; panels of Kᵀ are packed from rows of K
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking) {
     check_matmul_transposed_shapes("matmul_transposed", A, B);

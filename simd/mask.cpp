@@ -1,6 +1,5 @@
 // simd/mask.cpp — the causal mask on a square score matrix, rows split over threads.
 #include <algorithm>
-#include <limits>
 
 #include "matrix/shape_checks.hpp"
 #include "simd/simd.hpp"
@@ -17,7 +16,7 @@ void causal_mask_in_place(Matrix& S, Threads threads) {
 #pragma omp parallel for schedule(static) if (team)
     for (std::ptrdiff_t i = 0; i < rows; ++i) {
         const auto row = S.row(static_cast<std::size_t>(i));
-        std::fill(row.begin() + i + 1, row.end(), -std::numeric_limits<float>::infinity());
+        std::fill(row.begin() + i + 1, row.end(), neg_inf);
     }
 }
 

@@ -40,7 +40,7 @@ void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking = simd::blocking());
 
-// O = softmax(c·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
+// O = softmax(scale·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking = simd::blocking());

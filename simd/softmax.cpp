@@ -5,7 +5,6 @@
 //   x_j ← e^(x_j − m), ℓ = Σ    vectorised exp, the sum accumulated in a batch (exp_and_sum)
 //   x_j ← x_j · (1/ℓ)           one division per row, then multiplies
 #include <cmath>
-#include <limits>
 
 #include "simd/batch.hpp"
 #include "simd/kernels.hpp"
@@ -14,8 +13,6 @@
 namespace attn::simd::ATTN_ISA {
 
 namespace {
-
-constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 void softmax_row(std::span<float> x) {
     const float m = row_max(x);

@@ -11,7 +11,6 @@
 // the microkernel — and the tests check it against the plain sum.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "simd/batch.hpp"
 #include "simd/kernels.hpp"
@@ -44,7 +43,6 @@ void axpy(float factor, const float* x, float* y, std::size_t n) {
 }
 
 float row_max(std::span<const float> x) {
-    constexpr float neg_inf = -std::numeric_limits<float>::infinity();  // the max of nothing
     Batch m(neg_inf);
     std::size_t k = 0;
     for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
@@ -72,7 +70,7 @@ float exp_and_sum(std::span<float> x, float shift) {
     // through the same exp as the body and every element is computed the same way.
     if (k < x.size()) {
         alignas(64) float tail[W];
-        std::fill(std::begin(tail), std::end(tail), -INFINITY);
+        std::fill(std::begin(tail), std::end(tail), neg_inf);
         std::copy(x.begin() + k, x.end(), tail);
         const Batch e = xsimd::exp(Batch::load_aligned(tail) - s);
         e.store_aligned(tail);

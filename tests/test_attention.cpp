@@ -70,7 +70,7 @@ TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]"
     const auto r = example_layer().forward(attn::worked_example::X(), {.causal = true});
     CHECK(tr.X == attn::worked_example::X());
     CHECK(tr.S == attn::matmul(tr.Q, attn::transpose(tr.K)));
-    CHECK(tr.S_scaled == attn::scale(tr.S, 1.0f / std::sqrt(3.0f)));
+    CHECK(tr.S_scaled == attn::scaled(tr.S, 1.0f / std::sqrt(3.0f)));
     CHECK(tr.S_masked == attn::causal_mask(tr.S_scaled));
     CHECK(tr.weights == r.weights);
     CHECK(tr.output == r.output);

@@ -59,7 +59,7 @@ TEST_CASE("fused with scores up to ±1e4 stays finite and equals naive to the sc
                  V = random_matrix(n, d, rng);
     // As in test_simd.cpp: a score of size 1e4 is only known to ulp(1e4) ≈ 1e-3 in float, so two
     // correct kernels can differ by a few of those in the weights and outputs.
-    const Matrix S = attn::scale(attn::matmul(Q, attn::transpose(K)), 0.125f);
+    const Matrix S = attn::scaled(attn::matmul(Q, attn::transpose(K)), 0.125f);
     float largest = 0.0f;
     for (std::size_t k = 0; k < S.size(); ++k) largest = std::max(largest, std::fabs(S.data()[k]));
     REQUIRE(largest > 5e3f);

@@ -43,7 +43,7 @@ TEST_CASE("transpose swaps rows and columns", "[ops]") {
 }
 
 TEST_CASE("scale multiplies every element", "[ops]") {
-    CHECK(attn::scale(Matrix{{2, -4}, {0.5f, 8}}, 0.5f) == Matrix{{1, -2}, {0.25f, 4}});
+    CHECK(attn::scaled(Matrix{{2, -4}, {0.5f, 8}}, 0.5f) == Matrix{{1, -2}, {0.25f, 4}});
 }
 
 TEST_CASE("softmax_rows matches hand-computed values", "[ops][softmax]") {

@@ -97,7 +97,7 @@ TEST_CASE("simd A·B and scale·A·Bᵀ equal naive for every size 1 to 70 in ea
                 const Matrix B = random_matrix(n, k, rng);
                 const float scale = 1.0f / std::sqrt(float(k));
                 check_close(simd_matmul_transposed(A, B, scale, t),
-                            attn::scale(attn::matmul(A, attn::transpose(B)), scale));
+                            attn::scaled(attn::matmul(A, attn::transpose(B)), scale));
             } else {
                 const Matrix B = random_matrix(k, n, rng);
                 check_close(simd_matmul(A, B, t), attn::matmul(A, B));
@@ -182,7 +182,7 @@ TEST_CASE("attention core at a large size and with scores up to ±1e4", "[simd][
     // kernels round differently (FMA or not, another summation order). e^Δ then moves the weights by
     // about Δ, so the allowed difference is a few ulps of the largest score, and 1e-5 where that is
     // smaller (the ±1 case).
-    const Matrix S = attn::scale(attn::matmul(Q, attn::transpose(K)), 0.125f);
+    const Matrix S = attn::scaled(attn::matmul(Q, attn::transpose(K)), 0.125f);
     float largest = 0.0f;
     for (std::size_t k = 0; k < S.size(); ++k) largest = std::max(largest, std::fabs(S.data()[k]));
     const float score_ulp = std::nextafter(largest, INFINITY) - largest;
