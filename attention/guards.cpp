@@ -42,6 +42,8 @@ double largest_row_norm(const std::string& who, const char* name, const Matrix& 
     return norm;
 }
 
+}  // namespace
+
 void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     const auto fail = [](const std::string& what) {
         throw std::invalid_argument("scaled_dot_product_attention: " + what);
@@ -56,8 +58,6 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
     if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
         fail("d_k = 0: Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") have no columns to compare");
 }
-
-}  // namespace
 
 void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     check_attention_shapes(Q, K, V, options);

@@ -10,6 +10,8 @@ namespace attn::guards {
 // For scaled_dot_product_attention: Q (n×d_k), K (m×d_k), V (m×d_v), d_k ≥ 1, n = m when causal;
 // no NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step).
 void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
+// The shapes alone (no pass over the values), for a caller that must know before it budgets memory.
+void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
 
 // For SingleHeadAttention's constructor: d_model rows each, W_Q and W_K as wide (d_k ≥ 1), finite.
 void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V);

@@ -1,10 +1,11 @@
-// cli/run.cpp — `attn run`. Reads the matrices, checks that their shapes chain (naming the files),
-// runs the library, then prints the results or writes them as .npy files.
+// cli/run.cpp — `attn run`. Reads the matrices, runs the library (whose errors are told with the
+// files the matrices came from), then prints the results or writes them as .npy files.
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/guards.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
@@ -116,23 +118,68 @@ RunOptions parse(std::span<const std::string> args) {
     return o;
 }
 
-// "a.npy (3×4) and b.npy (5×3): <why>": shapes that do not chain, with both files named.
-[[noreturn]] void mismatch(const std::string& a, const Matrix& A, const std::string& b, const Matrix& B,
-                           const std::string& why) {
-    throw InputError(a + " (" + shape_string(A) + ") and " + b + " (" + shape_string(B) + "): " + why);
-}
-
-class Stopwatch {
+// Which file each matrix of the chain came from, so that the library's errors, which name the
+// matrices ("K (4×3) and V (9×3) must have …"), can be told with the files instead.
+class FileNames {
 public:
-    double lap_ms() {
-        const auto now = std::chrono::steady_clock::now();
-        const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
-        last_ = now;
-        return ms;
+    void add(const std::string& matrix, const std::string& file) {
+        names_.emplace_back(matrix, file);
+        files_ += (files_.empty() ? "" : ", ") + file;
+    }
+    // Runs `step`. A library error (InputError is already the CLI's own) becomes
+    // "<every file>: <the message, each matrix named by its file>", plus `hint` when given.
+    template <class Step>
+    void about(Step&& step, const std::string& hint = "") const {
+        try {
+            step();
+        } catch (const InputError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw InputError(files_ + ": " + with_files(e.what()) + hint);
+        }
     }
 
 private:
+    // "scaled_dot_product_attention: K (4×3) and …" → "k.npy (4×3) and …": the function's name goes
+    // (the files say where), and each matrix is named by its file where its name stands alone
+    // ("W_K (" is not "K (").
+    std::string with_files(std::string message) const {
+        const std::size_t colon = message.find(": ");
+        if (colon != std::string::npos &&
+            message.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:") == colon)
+            message.erase(0, colon + 2);
+        for (const auto& [matrix, file] : names_) {
+            const std::string token = matrix + " (";
+            for (std::size_t at = message.find(token); at != std::string::npos; at = message.find(token, at)) {
+                const char before = at == 0 ? ' ' : message[at - 1];
+                if (std::isalnum(static_cast<unsigned char>(before)) || before == '_') {
+                    at += token.size();
+                    continue;
+                }
+                message.replace(at, matrix.size(), file);
+                at += file.size();
+            }
+        }
+        return message;
+    }
+    std::vector<std::pair<std::string, std::string>> names_;
+    std::string files_;
+};
+
+// How long each part of the run took: "read 0.120 ms, steps 3–6 (attention) 1.503 ms, …".
+class Stopwatch {
+public:
+    void lap(const char* what) {
+        const auto now = std::chrono::steady_clock::now();
+        const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+        last_ = now;
+        laps_ += std::string(laps_.empty() ? "" : ", ") + what + " " + format_number(float(ms), 3) + " ms";
+    }
+    const std::string& laps() const { return laps_; }
+
+private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+    std::string laps_;
 };
 
 // The --out directory: checked before any work (it exists as a directory, or its parent does), but
@@ -169,6 +216,113 @@ std::uint64_t printing_bytes(std::size_t rows, std::size_t cols, int precision) 
     return checked_product(checked_product(rows, cols, "printing"), 48 + std::uint64_t(precision), "printing");
 }
 
+// The inputs of steps 3–6, read from --q/--k/--v, or computed by steps 1–2 from --x and the weights.
+struct Inputs {
+    Matrix Q, K, V;
+    FileNames files;
+};
+
+// Reads a matrix file, charging what it holds to the budget (the reader refuses to go past it).
+Matrix read_charged(const std::string& path, const RunOptions& o, MemoryBudget& budget) {
+    ReadOptions r = o.read;
+    r.max_bytes = budget.left();
+    Matrix m = read_matrix(path, r);
+    budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
+    return m;
+}
+
+// --x/--wq/--wk/--wv: steps 1–2 by the library, charged to the budget before they run.
+Inputs project_layer(const RunOptions& o, MemoryBudget& budget, Stopwatch& clock) {
+    Inputs in;
+    const Matrix X = read_charged(*o.x, o, budget);
+    Matrix W[3] = {read_charged(*o.wq, o, budget), read_charged(*o.wk, o, budget), read_charged(*o.wv, o, budget)};
+    if (o.torch_weights) {
+        for (Matrix& w : W) {
+            budget.charge(matrix_bytes(w.rows(), w.cols()), "transposing the PyTorch weights");
+            w = transpose(w);
+        }
+    }
+    clock.lap("read");
+    in.files.add("X", *o.x);
+    in.files.add("W_Q", *o.wq);
+    in.files.add("W_K", *o.wk);
+    in.files.add("W_V", *o.wv);
+    const std::string hint = o.torch_weights ? " (after transposing the --torch-weights)"
+                                             : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights";
+    in.files.about(
+        [&] {
+            const SingleHeadAttention layer(std::move(W[0]), std::move(W[1]), std::move(W[2]));
+            budget.charge(
+                projection_bytes(X.rows(), X.cols(), layer.W_Q().cols(), layer.W_V().cols(), o.attention.backend),
+                "steps 1–2 on the " + to_string(o.attention.backend) + " backend (Q, K and V)");
+            auto p = layer.project(X, o.attention.backend);
+            in.Q = std::move(p.Q);
+            in.K = std::move(p.K);
+            in.V = std::move(p.V);
+        },
+        hint);
+    clock.lap("steps 1–2 (projections)");
+    return in;
+}
+
+// --q/--k/--v: read as they are.
+Inputs read_core(const RunOptions& o, MemoryBudget& budget, Stopwatch& clock) {
+    Inputs in;
+    in.Q = read_charged(*o.q, o, budget);
+    in.K = read_charged(*o.k, o, budget);
+    in.V = read_charged(*o.v, o, budget);
+    clock.lap("read");
+    in.files.add("Q", *o.q);
+    in.files.add("K", *o.k);
+    in.files.add("V", *o.v);
+    return in;
+}
+
+// Steps 3–6 by the library, after their shapes are checked and their buffers (and the printed text)
+// charged to the budget.
+AttentionResult attend(const Inputs& in, const RunOptions& o, MemoryBudget& budget) {
+    const Backend backend = o.attention.backend;
+    const bool has_alpha = backend != Backend::fused;
+    AttentionResult result;
+    in.files.about([&] {
+        guards::check_attention_shapes(in.Q, in.K, in.V, o.attention);  // before sizes are counted from them
+        const std::size_t n = in.Q.rows(), m = in.K.rows();
+        budget.charge(
+            attention_bytes(n, m, in.Q.cols(), in.V.cols(), backend),
+            "steps 3–6 on the " + to_string(backend) + " backend (" +
+                (has_alpha ? "S/α of " + shape_string(n, m) + ", O and scratch; --backend fused never stores S"
+                           : std::string("O and per-thread scratch")) +
+                ")");
+        if (!o.out) {
+            std::uint64_t text = printing_bytes(n, in.V.cols(), o.precision);
+            if (has_alpha) text = checked_sum(text, printing_bytes(n, m, o.precision), "printing");
+            budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
+        }
+        scaled_dot_product_attention_into(in.Q, in.K, in.V, o.attention, result);
+    });
+    return result;
+}
+
+// DIR/output.npy and DIR/attn.npy (none with the fused backend, which has no α), all or nothing.
+void write_results(const AttentionResult& result, bool has_alpha, const std::string& dir) {
+    std::vector<std::pair<std::string, const Matrix*>> files = {{dir + "/output.npy", &result.output}};
+    if (has_alpha) files.emplace_back(dir + "/attn.npy", &result.weights);
+    write_outputs(dir, files);
+    std::cout << "wrote " << files[0].first << " (" << shape_string(result.output) << ")";
+    if (files.size() > 1) std::cout << " and " << files[1].first << " (" << shape_string(result.weights) << ")";
+    std::cout << "\n";
+}
+
+void print_results(const AttentionResult& result, bool has_alpha, int precision) {
+    PrintOptions p;
+    p.precision = precision;
+    std::cout << "output O (" << shape_string(result.output) << ")\n" << format_matrix(result.output, p);
+    if (has_alpha)
+        std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n"
+                  << format_matrix(result.weights, p);
+    else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
+}
+
 }  // namespace
 
 int run_command(std::span<const std::string> args) {
@@ -179,118 +333,20 @@ int run_command(std::span<const std::string> args) {
     }
     if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
     Stopwatch clock;
-    std::string timing;
-    const auto lap = [&](const char* what) {
-        timing +=
-            std::string(timing.empty() ? "" : ", ") + what + " " + format_number(float(clock.lap_ms()), 3) + " ms";
-    };
-
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
     // they are read, then what the projections and the attention will need.
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
-    const auto read = [&](const std::string& path) {
-        ReadOptions r = o.read;
-        r.max_bytes = budget.left();
-        Matrix m = read_matrix(path, r);
-        budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
-        return m;
-    };
-    // Errors of the chain (a size that cannot be counted, a value range it refuses) name the files.
-    std::string inputs;
-    const auto about_inputs = [&](auto&& step) {
-        try {
-            step();
-        } catch (const InputError&) {
-            throw;
-        } catch (const std::exception& e) {
-            throw InputError(inputs + ": " + e.what());
-        }
-    };
-    const Backend backend = o.attention.backend;
-    const std::string backend_name = "the " + to_string(backend) + " backend";
-    Matrix Q, K, V;
-    if (o.x) {
-        const Matrix X = read(*o.x);
-        Matrix W[3] = {read(*o.wq), read(*o.wk), read(*o.wv)};
-        if (o.torch_weights) {
-            for (Matrix& w : W) {
-                budget.charge(matrix_bytes(w.rows(), w.cols()), "transposing the PyTorch weights");
-                w = transpose(w);
-            }
-        }
-        lap("read");
-        const std::string* names[3] = {&*o.wq, &*o.wk, &*o.wv};
-        for (int k = 0; k < 3; ++k)
-            if (W[k].rows() != X.cols())
-                mismatch(*o.x, X, *names[k], W[k],
-                         "X has " + std::to_string(X.cols()) + " columns (d_model) but the weight has " +
-                             std::to_string(W[k].rows()) + " rows" +
-                             (o.torch_weights ? " after transposing"
-                                              : "; if these are PyTorch weights, pass --torch-weights"));
-        if (W[0].cols() != W[1].cols())
-            mismatch(*o.wq, W[0], *o.wk, W[1], "W_Q and W_K must have the same number of columns (d_k)");
-        if (W[0].cols() == 0)
-            mismatch(*o.wq, W[0], *o.wk, W[1],
-                     "d_k = 0: W_Q and W_K have no columns, so no query can be compared with a key");
-        inputs = *o.x + ", " + *o.wq + ", " + *o.wk + ", " + *o.wv;
-        about_inputs([&] {
-            budget.charge(projection_bytes(X.rows(), X.cols(), W[0].cols(), W[2].cols(), backend),
-                          "steps 1–2 on " + backend_name + " (Q, K and V)");
-            auto p = SingleHeadAttention(std::move(W[0]), std::move(W[1]), std::move(W[2])).project(X, backend);
-            Q = std::move(p.Q);
-            K = std::move(p.K);
-            V = std::move(p.V);
-        });
-        lap("steps 1–2 (projections)");
-    } else {
-        Q = read(*o.q);
-        K = read(*o.k);
-        V = read(*o.v);
-        lap("read");
-        if (Q.cols() != K.cols()) mismatch(*o.q, Q, *o.k, K, "Q and K must have the same number of columns (d_k)");
-        if (K.rows() != V.rows()) mismatch(*o.k, K, *o.v, V, "K and V must have the same number of rows");
-        if (o.attention.causal && Q.rows() != K.rows())
-            mismatch(*o.q, Q, *o.k, K, "a causal mask needs as many queries as keys");
-        if (Q.cols() == 0)
-            mismatch(*o.q, Q, *o.k, K, "d_k = 0: Q and K have no columns, so no query can be compared with a key");
-        inputs = *o.q + ", " + *o.k + ", " + *o.v;
-    }
-    const bool has_alpha = backend != Backend::fused;
-    AttentionResult result;
-    about_inputs([&] {
-        budget.charge(attention_bytes(Q.rows(), K.rows(), Q.cols(), V.cols(), backend),
-                      "steps 3–6 on " + backend_name + " (" +
-                          (has_alpha ? "S/α of " + shape_string(Q.rows(), K.rows()) +
-                                           ", O and scratch; --backend fused never stores S"
-                                     : std::string("O and per-thread scratch")) +
-                          ")");
-        if (!o.out) {
-            std::uint64_t text = printing_bytes(Q.rows(), V.cols(), o.precision);
-            if (has_alpha) text = checked_sum(text, printing_bytes(Q.rows(), K.rows(), o.precision), "printing");
-            budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
-        }
-        scaled_dot_product_attention_into(Q, K, V, o.attention, result);
-    });
-    lap("steps 3–6 (attention)");
-
+    const Inputs in = o.x ? project_layer(o, budget, clock) : read_core(o, budget, clock);
+    const AttentionResult result = attend(in, o, budget);
+    clock.lap("steps 3–6 (attention)");
+    const bool has_alpha = o.attention.backend != Backend::fused;
     if (o.out) {
-        std::vector<std::pair<std::string, const Matrix*>> files = {{*o.out + "/output.npy", &result.output}};
-        if (has_alpha) files.emplace_back(*o.out + "/attn.npy", &result.weights);
-        write_outputs(*o.out, files);
-        lap("write");
-        std::cout << "wrote " << files[0].first << " (" << shape_string(result.output) << ")";
-        if (has_alpha) std::cout << " and " << files[1].first << " (" << shape_string(result.weights) << ")";
-        std::cout << "\n";
+        write_results(result, has_alpha, *o.out);
+        clock.lap("write");
     } else {
-        PrintOptions p;
-        p.precision = o.precision;
-        std::cout << "output O (" << shape_string(result.output) << ")\n" << format_matrix(result.output, p);
-        if (has_alpha)
-            std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n"
-                      << format_matrix(result.weights, p);
-        else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
+        print_results(result, has_alpha, o.precision);
     }
-    if (o.time) std::cout << "time: " << timing << "\n";
+    if (o.time) std::cout << "time: " << clock.laps() << "\n";
     return 0;
 }
 

@@ -34,7 +34,7 @@ constexpr const Kernels* compiled[] = {ATTN_FOR_EACH_ISA(ATTN_TABLE_ADDRESS)};  
 
 // Whether this CPU (and its operating system, which must save the wider registers) can run the
 // instructions the compiler was allowed for that set: meson.build's flags, feature by feature.
-bool cpu_runs(const std::string& isa) {
+bool cpu_runs([[maybe_unused]] const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -252,8 +252,8 @@ TEST_CASE("attn run on the worked example from CSV, with lesson and PyTorch weig
     CHECK_THAT(run_attn(torch + " --time").out, Contains("time: read") && Contains("steps 3–6 (attention)"));
     const RunResult forgot = run_attn(torch.substr(0, torch.find(" --torch-weights")));
     CHECK(forgot.status == 2);
-    CHECK_THAT(forgot.err,
-               Contains("x.csv (3×4) and ") && Contains("tq.csv (3×4)") && Contains("pass --torch-weights"));
+    CHECK_THAT(forgot.err, Contains("x.csv (3×4) needs d_model = 3 columns to meet ") && Contains("tq.csv (3×4)") &&
+                               Contains("pass --torch-weights"));
 }
 
 TEST_CASE("attn run with the fused backend writes no attn.npy and says why α is missing", "[cli][run]") {
@@ -288,9 +288,9 @@ TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output
                   "n.csv: NaN at row 2, column 2");
     check_refused("run --q " + q + " --k " + k + " --v " + (dir.path / "none.npy").string(), "none.npy: cannot open");
     check_refused("run --q " + q + " --k " + dir.file("k5.npy", attn::Matrix(4, 5)) + " --v " + v,
-                  "q.npy (4×3) and " + (dir.path / "k5.npy").string() + " (4×5)");
+                  "q.npy (4×3) and " + (dir.path / "k5.npy").string() + " (4×5) must have the same width d_k");
     check_refused("run --q " + q + " --k " + k + " --v " + dir.file("v9.npy", attn::Matrix(9, 3)),
-                  "K and V must have the same number of rows");
+                  "k.npy (4×3) and " + (dir.path / "v9.npy").string() + " (9×3) must have the same number of rows");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory 20",
                   "more than the --max-memory limit of 20 bytes");
     check_refused("run --q " + q + " --k " + k, "the core needs all of --q, --k and --v");
