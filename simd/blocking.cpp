@@ -173,9 +173,9 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     return {kc, mc, nc, rows, kc};
 }
 
-void check_blocking(const std::string& who, const Blocking& b, const std::size_t NR) {
+void check_blocking(const char* who, const Blocking& b, const std::size_t NR) {
     const auto fail = [&](const std::string& what) {
-        throw std::invalid_argument(who + ": block sizes " + describe(b) + ": " + what);
+        throw std::invalid_argument(std::string(who) + ": block sizes " + describe(b) + ": " + what);
     };
     if (b.kc == 0 || b.fused_keys == 0) fail("kc and the keys per tile must be at least 1");
     if (b.mc == 0 || b.mc % MR || b.fused_rows == 0 || b.fused_rows % MR)

@@ -41,7 +41,7 @@ Blocking blocking_for(const Caches& c, std::size_t nr);
 
 // Throws std::invalid_argument, naming `who` and the sizes, unless kc and the keys per tile are ≥ 1,
 // mc and the query rows per block are positive multiples of MR, and nc one of NR = `nr`.
-void check_blocking(const std::string& who, const Blocking& b, std::size_t nr);
+void check_blocking(const char* who, const Blocking& b, std::size_t nr);
 
 // blocking_for(caches(), NR of the instruction set in use), computed once per instruction set
 // (simd/dispatch.cpp).
