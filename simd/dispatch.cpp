@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "matrix/size.hpp"
 #include "simd/kernels.hpp"
 #include "simd/simd.hpp"
 #include "simd_isas.hpp"
@@ -126,10 +127,27 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
                           Threads threads, const Blocking& blocking) {
     active().fused_attention_into(Q, K, V, scale, causal, O, threads, blocking);
 }
+// What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and
+// simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
+// checked arithmetic builds error strings, and no string code may be compiled into a kernel copy
+// (scripts/check_isa_symbols.py says why).
 std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
-    return active().gemm_scratch_bytes(m, k, n);
+    const Blocking& b = blocking();
+    const std::size_t NR = tile_columns();
+    const auto round_up = [](std::size_t x, std::size_t to) { return (x + to - 1) / to * to; };
+    // one packed block of A (≤ mc × kc) per thread; the packed panels of B (≤ kc × nc) on the caller
+    const std::uint64_t a_blocks = checked_product(matrix_bytes(std::min(b.mc, round_up(m, MR)), std::min(b.kc, k)),
+                                                   std::uint64_t(std::max(max_threads(), 1)), "packed blocks of A");
+    return checked_sum(matrix_bytes(std::min(b.kc, k), round_up(std::min(b.nc, n), NR)), a_blocks, "GEMM scratch");
 }
-std::uint64_t fused_scratch_bytes(std::size_t d_k) { return active().fused_scratch_bytes(d_k); }
+
+std::uint64_t fused_scratch_bytes(std::size_t d_k) {
+    const std::size_t BR = blocking().fused_rows, BC = blocking().fused_keys, NR = tile_columns();
+    // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, m and ℓ per row
+    const std::uint64_t floats =
+        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR, "fused scratch");
+    return checked_product(floats, sizeof(float), "fused scratch");
+}
 void softmax_rows_in_place(Matrix& S, Threads threads) { active().softmax_rows_in_place(S, threads); }
 float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
 void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }

@@ -21,14 +21,14 @@
 // about half of all tiles; only tiles crossing the diagonal are masked.
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
-// (BC×NR), and m, ℓ for BR rows: fused_scratch_bytes(d_k). Nothing grows with n or d_v. Each panel
-// is packed and then used at once by every row strip of the block, while it is still in L1.
+// (BC×NR), and m, ℓ for BR rows: fused_scratch_bytes(d_k) in simd/dispatch.cpp. Nothing grows with
+// n or d_v. Each panel is packed and then used at once by every row strip of the block, while it
+// is still in L1.
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "matrix/shape_checks.hpp"
-#include "matrix/size.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -138,13 +138,6 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
 }
 
 }  // namespace
-
-std::uint64_t fused_scratch_bytes(std::size_t d_k) {
-    const std::size_t BR = blocking().fused_rows, BC = blocking().fused_keys;
-    const std::uint64_t floats =
-        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR, "fused scratch");
-    return checked_product(floats, sizeof(float), "fused scratch");
-}
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking) {

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "matrix/shape_checks.hpp"
-#include "matrix/size.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -115,13 +114,6 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
 }
 
 }  // namespace
-
-std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
-    const Blocking& b = blocking();
-    const std::uint64_t a_blocks = checked_product(matrix_bytes(std::min(b.mc, round_up(m, MR)), std::min(b.kc, k)),
-                                                   std::uint64_t(std::max(max_threads(), 1)), "packed blocks of A");
-    return checked_sum(matrix_bytes(std::min(b.kc, k), round_up(std::min(b.nc, n), NR)), a_blocks, "GEMM scratch");
-}
 
 // [fast matmul] C = A·B: steps 2 (X·W) and 6 (α·V)
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {

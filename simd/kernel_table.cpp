@@ -16,8 +16,6 @@ extern constinit const Kernels kernels{
     .matmul_into = &matmul_into,
     .matmul_transposed_into = &matmul_transposed_into,
     .fused_attention_into = &fused_attention_into,
-    .gemm_scratch_bytes = &gemm_scratch_bytes,
-    .fused_scratch_bytes = &fused_scratch_bytes,
     .softmax_rows_in_place = &softmax_rows_in_place,
     .dot = &dot,
     .axpy = &axpy,

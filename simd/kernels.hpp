@@ -21,8 +21,6 @@ struct Kernels {
                                    const Blocking& blocking);
     void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                                  Threads threads, const Blocking& blocking);
-    std::uint64_t (*gemm_scratch_bytes)(std::size_t m, std::size_t k, std::size_t n);
-    std::uint64_t (*fused_scratch_bytes)(std::size_t d_k);
     void (*softmax_rows_in_place)(Matrix& S, Threads threads);
     float (*dot)(const float* a, const float* b, std::size_t n);
     void (*axpy)(float factor, const float* x, float* y, std::size_t n);
@@ -42,8 +40,6 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
                             const Blocking& blocking);
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking);
-std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
-std::uint64_t fused_scratch_bytes(std::size_t d_k);
 void softmax_rows_in_place(Matrix& S, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);
 void axpy(float factor, const float* x, float* y, std::size_t n);
