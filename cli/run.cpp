@@ -115,6 +115,7 @@ RunOptions parse(std::span<const std::string> args) {
     if (core && !(o.q && o.k && o.v)) throw UsageError("run: the core needs all of --q, --k and --v");
     if (!layer && !core) throw UsageError("run: no input given (see attn run --help)");
     if (core && o.torch_weights) throw UsageError("run: --torch-weights applies to --wq/--wk/--wv, not to --q/--k/--v");
+    if (o.out && o.out->empty()) throw UsageError("run: --out needs a directory name, got an empty one");
     return o;
 }
 

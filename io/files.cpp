@@ -33,6 +33,10 @@ constexpr int slots = 8;
 constexpr std::size_t max_path = 4096;
 char pending_paths[slots][max_path];
 
+// The signals that end a program and that a user can send it from a terminal or the shell: Ctrl-C,
+// Ctrl-\ (quit), kill, a closed terminal.
+constexpr int ending_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+
 void on_signal(int sig) {
     for (auto& path : pending_paths)
         if (path[0] != '\0') ::unlink(path);
@@ -77,14 +81,14 @@ std::string file_name_of(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// While it lives, SIGINT, SIGTERM and SIGHUP wait: used where a file exists but is not yet
-// registered for the handler, and around the renames, which must not be cut in half.
+// While it lives, the ending signals wait: used where a file exists but is not yet registered for
+// the handler, and around the renames, which must not be cut in half.
 class SignalsHeld {
 public:
     SignalsHeld() {
         sigset_t held;
         sigemptyset(&held);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+        for (int sig : ending_signals) sigaddset(&held, sig);
         pthread_sigmask(SIG_BLOCK, &held, &before_);
     }
     SignalsHeld(const SignalsHeld&) = delete;
@@ -209,7 +213,15 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
 }
 
 void remove_temporaries_on_signals() {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_signal);
+    for (int sig : ending_signals) {
+        struct sigaction current {};
+        sigaction(sig, nullptr, &current);
+        if (current.sa_handler == SIG_IGN) continue;  // ignored at start (`nohup attn …`): stays ignored
+        std::signal(sig, on_signal);
+    }
+    // A write past the file-size limit (ulimit -f) would kill the process with SIGXFSZ, leaving the
+    // temporary behind; ignored, the write fails with EFBIG instead, an ordinary write error.
+    std::signal(SIGXFSZ, SIG_IGN);
 }
 
 }  // namespace attn

@@ -51,9 +51,11 @@ std::string npy_bytes(const Matrix& m);
 // On failure InputError names the file; no temporary is left behind.
 void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files);
 
-// Installs handlers for SIGINT, SIGTERM and SIGHUP that delete the temporaries of a write in
-// progress, then let the signal end the process as it would have. For programs (cli/main.cpp);
-// a library leaves signals alone unless asked.
+// Installs handlers for SIGINT, SIGQUIT, SIGTERM and SIGHUP that delete the temporaries of a write
+// in progress, then let the signal end the process as it would have; a signal ignored at start
+// (`nohup`) stays ignored. SIGXFSZ is ignored, so a write past `ulimit -f` fails as a write error
+// (the temporaries removed) instead of killing the process. For programs (cli/main.cpp); a library
+// leaves signals alone unless asked.
 void remove_temporaries_on_signals();
 
 }  // namespace attn

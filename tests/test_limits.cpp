@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,7 +211,10 @@ TEST_CASE("a symlink planted beside the target is never written through", "[limi
     CHECK(!std::filesystem::is_symlink(dir.at("output.npy")));
 }
 
-TEST_CASE("SIGTERM during a write removes the temporary, and the process still dies of SIGTERM", "[limits][output]") {
+TEST_CASE("SIGTERM or SIGQUIT during a write removes the temporary, and the process still dies of it",
+          "[limits][output]") {
+    const int signal = GENERATE(SIGTERM, SIGQUIT);
+    INFO("signal " << signal);
     const TempDir dir;
     const Matrix big(8192, 8192, 1.0f);  // 256 MiB: the write takes long enough to be interrupted
     bool caught_in_flight = false;
@@ -218,6 +222,8 @@ TEST_CASE("SIGTERM during a write removes the temporary, and the process still d
         const pid_t child = ::fork();
         REQUIRE(child >= 0);
         if (child == 0) {
+            const rlimit no_core{0, 0};
+            setrlimit(RLIMIT_CORE, &no_core);  // SIGQUIT's default action dumps core
             attn::remove_temporaries_on_signals();
             attn::write_npy_files({{dir.at("output.npy"), &big}});
             ::_exit(0);
@@ -229,16 +235,62 @@ TEST_CASE("SIGTERM during a write removes the temporary, and the process still d
             if (!caught_in_flight) std::this_thread::sleep_for(std::chrono::microseconds(200));
             if (std::filesystem::exists(dir.at("output.npy"))) break;  // too late: it finished first
         }
-        if (caught_in_flight) ::kill(child, SIGTERM);
+        if (caught_in_flight) ::kill(child, signal);
         int status = 0;
         ::waitpid(child, &status, 0);
         if (caught_in_flight) {
             CHECK(WIFSIGNALED(status));
-            CHECK(WTERMSIG(status) == SIGTERM);
+            CHECK(WTERMSIG(status) == signal);
         }
         std::filesystem::remove(dir.at("output.npy"));
     }
     REQUIRE(caught_in_flight);
+    CHECK(dir.listing().empty());
+}
+
+// `nohup attn run …` ignores SIGHUP so that the run survives its terminal: the handlers must not
+// undo that. Checked in a child, which reports the disposition it ends up with.
+TEST_CASE("a signal ignored at start stays ignored; the others get the handler", "[limits][output]") {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::signal(SIGHUP, SIG_IGN);
+        ::signal(SIGINT, SIG_DFL);
+        attn::remove_temporaries_on_signals();
+        struct sigaction hup {
+        }, intr{};
+        sigaction(SIGHUP, nullptr, &hup);
+        sigaction(SIGINT, nullptr, &intr);
+        ::_exit(hup.sa_handler == SIG_IGN && intr.sa_handler != SIG_DFL && intr.sa_handler != SIG_IGN ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// `ulimit -f` during a write: SIGXFSZ used to kill the process (status 153) and leave the partial
+// temporary; now the write fails as any other write does, and nothing is left.
+TEST_CASE("a write past the file-size limit is a write error, and leaves no temporary", "[limits][output]") {
+    const TempDir dir;
+    const Matrix big(512, 512, 1.0f);  // 1 MiB of floats, past a 64 KiB limit
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        attn::remove_temporaries_on_signals();
+        const rlimit small{65536, 65536};
+        setrlimit(RLIMIT_FSIZE, &small);
+        try {
+            attn::write_npy_files({{dir.at("output.npy"), &big}});
+        } catch (const std::exception&) {
+            ::_exit(3);  // refused as an error: what the caller can report
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 3);
     CHECK(dir.listing().empty());
 }
 
