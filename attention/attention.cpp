@@ -29,7 +29,7 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, B
 // Steps 3–6: Q, K, V → O.
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
                                        const AttentionOptions& options, AttentionResult& out) {
-    guards::check_attention_inputs(Q, K, V, options);  // shapes and float range, before any work
+    guards::check_attention_inputs(Q, K, V, options, out);  // shapes and float range, before any work
     const Backend b = options.backend;
     const float scale = scale_factor(options.scale, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α

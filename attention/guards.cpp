@@ -59,7 +59,14 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
         fail("d_k = 0: Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") have no columns to compare");
 }
 
-void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
+void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
+                            const AttentionResult& out) {
+    for (const auto& [name, result] : {std::pair{"output", &out.output}, {"weights", &out.weights}})
+        for (const auto& [input, M] : {std::pair{"Q", &Q}, {"K", &K}, {"V", &V}})
+            if (result == M)
+                throw std::invalid_argument(std::string("scaled_dot_product_attention_into: the result's ") + name +
+                                            " is " + input + " itself; the chain would overwrite " + input +
+                                            " while it still reads it (pass a separate AttentionResult)");
     check_attention_shapes(Q, K, V, options);
     const std::string who = "scaled_dot_product_attention";
     const double q = largest_row_norm(who, "Q", Q), k = largest_row_norm(who, "K", K),

@@ -9,7 +9,9 @@ namespace attn::guards {
 
 // For scaled_dot_product_attention: Q (n×d_k), K (m×d_k), V (m×d_v), d_k ≥ 1, n = m when causal;
 // no NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step).
-void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
+// `out` must not hold Q, K or V itself: the chain writes its results while it still reads them.
+void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
+                            const AttentionResult& out);
 // The shapes alone (no pass over the values), for a caller that must know before it budgets memory.
 void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
 

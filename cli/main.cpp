@@ -1,10 +1,12 @@
 // cli/main.cpp — `attn`: picks the subcommand, turns every error into "attn: error: …" and exit 2.
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attention/attention.hpp"
@@ -79,15 +81,35 @@ int check_output_written(int status) {
     return 2;
 }
 
+// An error message quotes file contents and paths; a control character among them (ESC, CR, a
+// newline in a file name) must not reach the terminal raw: it could rewrite what the user sees, and
+// it would break the one-line format scripts rely on. Such bytes are written as \xNN.
+std::string printable(std::string_view message) {
+    std::string out;
+    for (const char c : message) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte != 0x7f) {
+            out += c;
+        } else {
+            constexpr char hex[] = "0123456789abcdef";
+            out += {'\\', 'x', hex[byte >> 4], hex[byte & 15]};
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     attn::remove_temporaries_on_signals();  // Ctrl-C during `attn run --out` leaves no temporary
+    // A closed pipe (`attn run … | head`) is a failed write like any other, reported with exit 2
+    // (check_output_written), rather than a silent death by SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
     try {
         return check_output_written(run(std::vector<std::string>(argv + 1, argv + argc)));
     } catch (const std::exception& e) {
         std::cout.flush();
-        std::cerr << "attn: error: " << e.what() << '\n';
+        std::cerr << "attn: error: " << printable(e.what()) << '\n';
         return 2;
     }
 }

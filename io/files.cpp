@@ -110,6 +110,20 @@ std::unique_ptr<PendingFile> create_unique(const std::string& target, const char
 
 std::string reason() { return std::strerror(errno); }
 
+// The permissions the new file at `path` gets: those of the file it replaces (mode, and owner and
+// group where this process may set them), so a replaced 0600 file stays 0600; for a new file, what
+// a plain fopen would give: 0666 less the umask.
+bool give_permissions(int fd, const std::string& path) {
+    struct stat old {};
+    if (::lstat(path.c_str(), &old) == 0) {
+        if (::fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) return false;  // not ours to give: keep ours
+        return ::fchmod(fd, old.st_mode & 0777) == 0;
+    }
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return ::fchmod(fd, 0666 & ~mask) == 0;
+}
+
 // Writes the .npy bytes of `m` to `fd`, all of them, and makes them durable.
 bool write_npy(int fd, const Matrix& m) {
     const std::string header = npy_header(m);
@@ -123,11 +137,8 @@ bool write_npy(int fd, const Matrix& m) {
         }
         return true;
     };
-    const mode_t mask = ::umask(0);  // the mode a plain fopen would give: 0666 less the umask
-    ::umask(mask);
     return write_all(header.data(), header.size()) &&
-           write_all(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float)) &&
-           ::fchmod(fd, 0666 & ~mask) == 0 && ::fsync(fd) == 0;
+           write_all(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float)) && ::fsync(fd) == 0;
 }
 
 // The target may be replaced only if it is absent or a regular file.
@@ -164,7 +175,7 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
         int fd = -1;
         temporaries.push_back(create_unique(path, "tmp", fd));
         if (fd < 0) fail(path, "cannot write: no temporary file can be created beside it: " + reason());
-        const bool ok = write_npy(fd, *matrix);
+        const bool ok = write_npy(fd, *matrix) && give_permissions(fd, path);
         const std::string why = reason();
         if (::close(fd) != 0 || !ok) fail(path, "cannot write: " + why);
     }

@@ -4,7 +4,9 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "attention/attention.hpp"
@@ -136,4 +138,38 @@ TEST_CASE("attn variance and exercise accept every seed, 0 and the default 1 inc
     }
     check_refused(run_attn("variance --seed 4294967296"), "--seed takes a whole number from 0 to 4294967295");
     check_refused(run_attn("variance --samples 1"), "--samples takes a whole number from 2");
+}
+
+TEST_CASE("control characters from a file or a path reach the message escaped, on one line", "[cli][limits]") {
+    const TempDir dir;
+    const std::string good = dir.file("q.npy", Matrix(2, 2, 1.0f));
+    // ESC [2J would clear the user's terminal; CR would overwrite the start of the line.
+    const std::string hostile = dir.text("h.csv", "1,2\n3,\x1b[2J\r4\n");
+    const RunResult r = run_attn("run --q " + good + " --k " + good + " --v " + hostile);
+    check_refused(r, "h.csv");
+    CHECK_THAT(r.err, Contains("\\x1b[2J\\x0d4"));
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.err.find('\r') == std::string::npos);
+    // A newline in a file name (a path the user can type) stays inside the one line too.
+    const RunResult path = run_attn("run --q " + good + " --k " + good + " --v '" + dir.at("a\nb.npy") + "'");
+    check_refused(path, "a\\x0ab.npy: cannot open");
+}
+
+TEST_CASE("a closed pipe ends attn with exit 2 and a message, not a silent SIGPIPE", "[cli][limits]") {
+    const TempDir dir;
+    std::mt19937 rng(12);
+    const std::string q = dir.file("q.npy", random_matrix(300, 8, rng));  // prints α: 300×300, far past a pipe's buffer
+    const std::string script =
+        dir.text("pipe.sh", attn_command() + " run --q " + q + " --k " + q + " --v " + q + " 2>" + dir.at("err.txt") +
+                                " | head -c 10 >/dev/null\necho \"${PIPESTATUS[0]}\"\n");
+    FILE* pipe = popen(("bash " + script).c_str(), "r");
+    REQUIRE(pipe);
+    char buf[32] = {};
+    const std::size_t got = std::fread(buf, 1, sizeof buf - 1, pipe);
+    pclose(pipe);
+    CHECK(std::string(buf, got) == "2\n");  // was 141: killed by SIGPIPE, no message
+    std::ifstream err(dir.at("err.txt"));
+    std::string line;
+    std::getline(err, line);
+    CHECK_THAT(line, StartsWith("attn: error: could not write the output"));
 }

@@ -224,6 +224,9 @@ TEST_CASE("SIGTERM or SIGQUIT during a write removes the temporary, and the proc
         if (child == 0) {
             const rlimit no_core{0, 0};
             setrlimit(RLIMIT_CORE, &no_core);  // SIGQUIT's default action dumps core
+            // As a program started from a terminal has it. (A background job of a script starts with
+            // SIGINT and SIGQUIT ignored, and remove_temporaries_on_signals rightly leaves them so.)
+            ::signal(signal, SIG_DFL);
             attn::remove_temporaries_on_signals();
             attn::write_npy_files({{dir.at("output.npy"), &big}});
             ::_exit(0);
@@ -292,6 +295,46 @@ TEST_CASE("a write past the file-size limit is a write error, and leaves no temp
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 3);
     CHECK(dir.listing().empty());
+}
+
+TEST_CASE("a replaced file keeps its permissions; a new one gets what the umask gives", "[limits][output]") {
+    const TempDir dir;
+    const Matrix m(2, 3, 1.0f);
+    const auto mode_of = [&](const char* name) {
+        struct stat st {};
+        REQUIRE(::stat(dir.at(name).c_str(), &st) == 0);
+        return st.st_mode & 0777;
+    };
+    const mode_t before = ::umask(022);
+    attn::write_npy_files({{dir.at("output.npy"), &m}, {dir.at("attn.npy"), &m}});
+    CHECK(mode_of("output.npy") == 0644);
+    REQUIRE(::chmod(dir.at("output.npy").c_str(), 0600) == 0);  // the user keeps results private
+    REQUIRE(::chmod(dir.at("attn.npy").c_str(), 0640) == 0);
+    attn::write_npy_files({{dir.at("output.npy"), &m}, {dir.at("attn.npy"), &m}});
+    CHECK(mode_of("output.npy") == 0600);  // was widened to 0644 by the previous code
+    CHECK(mode_of("attn.npy") == 0640);
+    ::umask(before);
+}
+
+TEST_CASE("a result that is one of its own inputs is refused, on every backend", "[limits][alias]") {
+    std::mt19937 rng(19);
+    const Matrix Q0 = random_matrix(6, 4, rng), K0 = random_matrix(6, 4, rng), V0 = random_matrix(6, 4, rng);
+    for (const Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        for (const int input : {0, 1, 2}) {
+            for (const bool into_output : {true, false}) {
+                INFO(attn::to_string(b) << ", input " << input << (into_output ? " as output" : " as weights"));
+                attn::AttentionResult r;
+                Matrix& slot = into_output ? r.output : r.weights;
+                slot = input == 0 ? Q0 : input == 1 ? K0 : V0;
+                const Matrix& Q = input == 0 ? slot : Q0;
+                const Matrix& K = input == 1 ? slot : K0;
+                const Matrix& V = input == 2 ? slot : V0;
+                CHECK_THROWS_WITH(attn::scaled_dot_product_attention_into(Q, K, V, {.backend = b}, r),
+                                  Contains(std::string("is ") + "QKV"[input] + " itself"));
+                CHECK(slot == (input == 0 ? Q0 : input == 1 ? K0 : V0));  // untouched
+            }
+        }
+    }
 }
 
 TEST_CASE("regular files only: a directory or a FIFO given as input is refused at once", "[limits][io]") {
