@@ -1,6 +1,7 @@
 // io/csv.cpp — comma-separated text: one matrix row per line.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <system_error>
@@ -25,11 +26,22 @@ Field parse_number(std::string_view field, float& value) {
     value = 0.0f;
     while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
     while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
-    if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+    // One sign at most: from_chars takes no '+', so it is dropped here, and "+-1" stays not a number.
+    if (!field.empty() && field.front() == '+') {
+        field.remove_prefix(1);
+        if (!field.empty() && (field.front() == '-' || field.front() == '+')) return Field::not_a_number;
+    }
     double d = 0.0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), d);
     if (field.empty() || end != field.data() + field.size()) return Field::not_a_number;
-    if (ec == std::errc::result_out_of_range) return Field::out_of_range;  // beyond double: |x| > 1.8e308 or < 4.9e-324
+    if (ec == std::errc::result_out_of_range) {
+        // Beyond double, one way or the other: |x| > 1.8e308 is out of range; |x| < 4.9e-324 is below
+        // float32's smallest as well, so it becomes 0 like 1e-50 does (and as in NumPy).
+        const std::string text(field);
+        if (std::fabs(std::strtod(text.c_str(), nullptr)) >= 1.0) return Field::out_of_range;
+        value = field.front() == '-' ? -0.0f : 0.0f;
+        return Field::number;
+    }
     if (ec != std::errc()) return Field::not_a_number;
     value = static_cast<float>(d);
     if (std::isfinite(d) && !std::isfinite(value)) return Field::out_of_range;

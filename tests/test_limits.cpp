@@ -103,6 +103,14 @@ TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones
     // first value of a row out of range: this one used to read an uninitialised float
     CHECK_THROWS_WITH(attn::parse_csv("1,2\n1e39,5\n", "r.csv"), Contains("line 2, value 1"));
     CHECK(attn::parse_csv("7,1e-50,3\n", "r.csv") == Matrix{{7.0f, 0.0f, 3.0f}});  // as numpy.float32(1e-50)
+    // Below double's smallest too: the same 0 (these were refused as "outside the range of float32").
+    CHECK(attn::parse_csv("1e-400,2e-324,1e-46\n", "r.csv") == Matrix{{0.0f, 0.0f, 0.0f}});
+    CHECK(attn::parse_csv("-1e-400\n", "r.csv")(0, 0) == 0.0f);
+    // One sign at most, as NumPy and Python read numbers ("+-1" used to be read as -1).
+    CHECK_THROWS_WITH(attn::parse_csv("1,+-1\n", "r.csv"), Contains("value 2") && Contains("'+-1'"));
+    CHECK_THROWS_WITH(attn::parse_csv("+-0\n", "r.csv"), Contains("not numeric ('+-0')"));
+    CHECK_THROWS_WITH(attn::parse_csv("++1\n", "r.csv"), Contains("not numeric ('++1')"));
+    CHECK(attn::parse_csv("+1,-1\n", "r.csv") == Matrix{{1.0f, -1.0f}});
     CHECK(attn::parse_csv("3.4e38\n", "r.csv")(0, 0) == 3.4e38f);
 }
 
