@@ -69,7 +69,7 @@ std::uint64_t attn::attention_bytes(std::size_t n, std::size_t m, std::size_t d_
     std::uint64_t bytes = matrix_bytes(n, d_v);  // O
     if (backend == Backend::fused)
         return checked_sum(
-            bytes, checked_product(simd::fused_scratch_bytes(d_k), std::uint64_t(simd::max_threads()), what), what);
+            bytes, checked_product(simd::fused_scratch_bytes(d_k), simd::fused_team_size(n, m, d_k, d_v), what), what);
     bytes = checked_sum(bytes, matrix_bytes(n, m), what);                                  // S, then α, in one buffer
     if (backend == Backend::naive) return checked_sum(bytes, matrix_bytes(d_k, m), what);  // Kᵀ
     return checked_sum(

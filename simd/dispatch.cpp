@@ -16,6 +16,7 @@
 #include "matrix/size.hpp"
 #include "simd/kernels.hpp"
 #include "simd/simd.hpp"
+#include "simd/threads.hpp"
 #include "simd_isas.hpp"
 
 #define ATTN_DECLARE_TABLE(isa)             \
@@ -139,6 +140,12 @@ std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
     const std::uint64_t a_blocks = checked_product(matrix_bytes(std::min(b.mc, round_up(m, MR)), std::min(b.kc, k)),
                                                    std::uint64_t(std::max(max_threads(), 1)), "packed blocks of A");
     return checked_sum(matrix_bytes(std::min(b.kc, k), round_up(std::min(b.nc, n), NR)), a_blocks, "GEMM scratch");
+}
+
+std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
+    const std::size_t row_strips = (n + MR - 1) / MR;
+    if (!use_team(Threads::all, 2.0 * double(n) * double(m) * double(d_k + d_v), row_strips)) return 1;
+    return std::min<std::size_t>(std::size_t(std::max(max_threads(), 1)), row_strips);
 }
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k) {

@@ -160,7 +160,10 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
         balanced_rows(n, blocking.fused_rows, team ? std::size_t(max_threads()) : 1, causal ? 8 : 1);
     const Problem p{Q, K, V, scale, causal, O, rows, blocking.fused_keys};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
-#pragma omp parallel if (team)
+    // No more threads than blocks: each thread that starts allocates its scratch, and
+    // fused_team_size (what a caller budgets) counts at most one per block of MR rows.
+    [[maybe_unused]] const int team_size = static_cast<int>(std::min<std::ptrdiff_t>(max_threads(), blocks));
+#pragma omp parallel if (team) num_threads(team_size)
     {
         thread_local Scratch scratch;
         scratch.fit(Q.cols(), p.BR, p.BC);

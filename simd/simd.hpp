@@ -51,6 +51,9 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
 std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
 std::uint64_t fused_scratch_bytes(std::size_t d_k);
+// The most threads fused_attention_into starts for n queries against m keys (each with its
+// scratch): one when the work is too small for a team, never more than one per MR query rows.
+std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
 
 // S_ij ← −∞ for j > i (S square).
 void causal_mask_in_place(Matrix& S, Threads threads);

@@ -13,6 +13,7 @@
 #include "io/io.hpp"
 #include "matrix/random.hpp"
 #include "run_attn.hpp"
+#include "simd/simd.hpp"
 #include "temp_dir.hpp"
 
 using attn::random_matrix;
@@ -172,4 +173,19 @@ TEST_CASE("a closed pipe ends attn with exit 2 and a message, not a silent SIGPI
     std::string line;
     std::getline(err, line);
     CHECK_THAT(line, StartsWith("attn: error: could not write the output"));
+}
+
+// OMP_NUM_THREADS=1000 used to make --backend fused refuse a 2×3 problem under 64M: it charged
+// scratch for 1000 threads, where one runs (too little work for a team) and never more than one per
+// block of rows starts.
+TEST_CASE("the fused backend is charged for the threads that run, not for OMP_NUM_THREADS", "[cli][limits]") {
+    const TempDir dir;
+    const std::string q = dir.file("q.npy", Matrix(2, 3, 0.5f));
+    const RunResult r =
+        run_attn("run --backend fused --max-memory 64M --q " + q + " --k " + q + " --v " + q, "OMP_NUM_THREADS=1000");
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    CHECK(attn::simd::fused_team_size(2, 2, 3, 3) == 1);
+    CHECK(attn::simd::fused_team_size(4096, 4096, 64, 64) <= std::size_t(attn::simd::max_threads()));
+    CHECK(attn::simd::fused_team_size(13, 100000, 64, 64) <= 3);  // 13 rows: at most 3 strips of 6
 }
