@@ -304,13 +304,16 @@ AttentionResult attend(const Inputs& in, const RunOptions& o, MemoryBudget& budg
     return result;
 }
 
-// DIR/output.npy and DIR/attn.npy (none with the fused backend, which has no α), all or nothing.
+// DIR/output.npy and DIR/attn.npy, all or nothing. The fused backend forms no α: an attn.npy left
+// by an earlier run would sit beside this run's output as if it were its α, so it is removed in the
+// same step.
 void write_results(const AttentionResult& result, bool has_alpha, const std::string& dir) {
-    std::vector<std::pair<std::string, const Matrix*>> files = {{dir + "/output.npy", &result.output}};
-    if (has_alpha) files.emplace_back(dir + "/attn.npy", &result.weights);
-    write_outputs(dir, files);
-    std::cout << "wrote " << files[0].first << " (" << shape_string(result.output) << ")";
-    if (files.size() > 1) std::cout << " and " << files[1].first << " (" << shape_string(result.weights) << ")";
+    const std::string output = dir + "/output.npy", alpha = dir + "/attn.npy";
+    const bool stale_alpha = !has_alpha && ::access(alpha.c_str(), F_OK) == 0;
+    write_outputs(dir, {{output, &result.output}, {alpha, has_alpha ? &result.weights : nullptr}});
+    std::cout << "wrote " << output << " (" << shape_string(result.output) << ")";
+    if (has_alpha) std::cout << " and " << alpha << " (" << shape_string(result.weights) << ")";
+    if (stale_alpha) std::cout << "; removed " << alpha << " of an earlier run (the fused backend forms no α)";
     std::cout << "\n";
 }
 

@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -152,6 +155,65 @@ void check_replaceable(const std::string& path) {
     if (!S_ISREG(st.st_mode)) fail(path, "cannot write: it exists and is not a regular file");
 }
 
+// An exclusive flock on a directory, held while the object lives (flock on a directory's own
+// descriptor: no lock file is left in it). Where the directory cannot be opened or locked (a
+// filesystem without flock), writing goes on unlocked: the lock protects against a second run,
+// not against the write itself.
+class DirectoryLock {
+public:
+    explicit DirectoryLock(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+        if (fd_ >= 0)
+            while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {}
+    }
+    DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    DirectoryLock(const DirectoryLock&) = delete;
+    DirectoryLock& operator=(const DirectoryLock&) = delete;
+    ~DirectoryLock() {
+        if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+    }
+
+private:
+    int fd_;
+};
+
+std::vector<std::string> distinct_directories(const std::vector<std::pair<std::string, const Matrix*>>& files) {
+    std::vector<std::string> dirs;
+    for (const auto& [path, matrix] : files) dirs.push_back(directory_of(path));
+    std::sort(dirs.begin(), dirs.end());  // always the same order: two writers never wait on each other
+    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+    return dirs;
+}
+
+// Swaps the names of two files in one atomic step (Linux renameat2 RENAME_EXCHANGE). False with
+// errno set when it failed; errno EINVAL or ENOSYS when the filesystem or system cannot do it.
+bool exchange(const std::string& a, const std::string& b) {
+#ifdef RENAME_EXCHANGE
+    return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+#else
+    errno = ENOSYS;
+    return false;
+#endif
+}
+
+// Renames `target` to a fresh name beside it, which `aside` then owns: deleted at the end, or
+// renamed back on failure. True when done, or when there was no target; false with `why`.
+bool set_aside(const std::string& target, std::unique_ptr<PendingFile>& aside, std::string& why) {
+    int fd = -1;  // a fresh name, reserved by creating it
+    auto name = create_unique(target, "old", fd);
+    if (fd < 0) {
+        why = reason();
+        return false;
+    }
+    ::close(fd);
+    if (::rename(target.c_str(), name->path().c_str()) == 0) {
+        aside = std::move(name);
+        return true;
+    }
+    if (errno == ENOENT) return true;  // no target: nothing to set aside
+    why = reason();
+    return false;
+}
+
 }  // namespace
 
 Matrix read_matrix(const std::string& path, const ReadOptions& options) {
@@ -168,59 +230,73 @@ Matrix read_matrix(const std::string& path, const ReadOptions& options) {
 
 void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files) {
     for (const auto& [path, matrix] : files) check_replaceable(path);
+    // 0. One writer at a time per directory, from the first temporary to the last rename, so that a
+    //    directory never holds one run's output.npy beside another's attn.npy. A second run waits.
+    std::vector<DirectoryLock> locks;
+    for (const std::string& dir : distinct_directories(files)) locks.emplace_back(dir);
 
-    // 1. Every file to a temporary of its own.
-    std::vector<std::unique_ptr<PendingFile>> temporaries;
-    for (const auto& [path, matrix] : files) {
+    // 1. Every file to a temporary of its own (none for a file that is only to be removed).
+    std::vector<std::unique_ptr<PendingFile>> temporaries(files.size());
+    for (std::size_t k = 0; k < files.size(); ++k) {
+        const auto& [path, matrix] = files[k];
+        if (!matrix) continue;
         int fd = -1;
-        temporaries.push_back(create_unique(path, "tmp", fd));
+        temporaries[k] = create_unique(path, "tmp", fd);
         if (fd < 0) fail(path, "cannot write: no temporary file can be created beside it: " + reason());
         const bool ok = write_npy(fd, *matrix) && give_permissions(fd, path);
         const std::string why = reason();
         if (::close(fd) != 0 || !ok) fail(path, "cannot write: " + why);
     }
 
-    // 2. Into place, one file at a time: the old file (if any) is renamed aside, then the temporary
-    //    renamed onto its name. Every step is a rename within one directory, so it cannot fail for
-    //    lack of space; if one fails all the same (a sticky directory, a file we may not replace),
-    //    the renames already done are undone in reverse, and every target is as it was. Signals
-    //    wait meanwhile: a handler running between two renames could leave a target missing.
+    // 2. Into place, one file at a time. An existing target and its temporary swap names in one
+    //    atomic step (RENAME_EXCHANGE): a reader of the target sees the old file or the new one,
+    //    never none, and the old file waits under the temporary's name until the end. A new target
+    //    is a plain rename. Where the filesystem cannot swap, the old file is renamed aside first
+    //    (then, for an instant, there is no target), and a file only to be removed is renamed aside.
+    //    Every step is a rename within one directory, so it cannot fail for lack of space; if one
+    //    fails all the same (a sticky directory, a file we may not replace), the steps already done
+    //    are undone in reverse and every target is as it was. Signals wait meanwhile.
     const SignalsHeld held;
-    std::vector<std::unique_ptr<PendingFile>> set_aside(files.size());
+    enum class Done { nothing, swapped, renamed_new, set_aside };
+    std::vector<Done> done(files.size(), Done::nothing);
+    std::vector<std::unique_ptr<PendingFile>> aside(files.size());
     const auto undo = [&](std::size_t placed) {
         for (std::size_t k = placed; k-- > 0;) {
-            if (set_aside[k] && ::rename(set_aside[k]->path().c_str(), files[k].first.c_str()) == 0)
-                set_aside[k]->keep();
-            else if (!set_aside[k]) ::unlink(files[k].first.c_str());  // it did not exist before
+            const std::string& target = files[k].first;
+            if (done[k] == Done::swapped) exchange(temporaries[k]->path(), target);  // the old one back
+            if (done[k] == Done::renamed_new) ::unlink(target.c_str());              // it did not exist before
+            if (aside[k] && ::rename(aside[k]->path().c_str(), target.c_str()) == 0) aside[k]->keep();
         }
+    };
+    const auto give_up = [&](std::size_t k, const std::string& what) {
+        const std::string why = reason();
+        undo(k + 1);
+        fail(files[k].first, what + why);
     };
     for (std::size_t k = 0; k < files.size(); ++k) {
         const std::string& target = files[k].first;
-        int fd = -1;  // a fresh name for the old file, reserved by creating it
-        auto reserved = create_unique(target, "old", fd);
-        if (fd < 0) {
-            const std::string why = reason();
-            undo(k);
-            fail(target, "cannot write: " + why);
+        std::string why;
+        if (!temporaries[k]) {  // only to be removed
+            if (!set_aside(target, aside[k], why)) {
+                undo(k);
+                fail(target, "cannot remove it: " + why);
+            }
+            continue;
         }
-        ::close(fd);
-        const std::string& aside = reserved->path();
-        if (::rename(target.c_str(), aside.c_str()) == 0) {
-            set_aside[k] = std::move(reserved);
-        } else if (errno != ENOENT) {
-            const std::string why = reason();
+        if (exchange(temporaries[k]->path(), target)) {
+            done[k] = Done::swapped;  // the temporary's name now holds the old file: deleted at the end
+            continue;
+        }
+        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS) give_up(k, "cannot replace it: ");
+        if (errno != ENOENT && !set_aside(target, aside[k], why)) {  // cannot swap here: the old way
             undo(k);
             fail(target, "cannot replace it: " + why);
         }
-        if (::rename(temporaries[k]->path().c_str(), target.c_str()) != 0) {
-            const std::string why = reason();
-            if (set_aside[k] && ::rename(aside.c_str(), target.c_str()) == 0) set_aside[k]->keep();
-            undo(k);
-            fail(target, "cannot rename into place: " + why);
-        }
+        if (::rename(temporaries[k]->path().c_str(), target.c_str()) != 0) give_up(k, "cannot rename into place: ");
         temporaries[k]->keep();
+        done[k] = Done::renamed_new;
     }
-    // 3. Success: the old files set aside go (their PendingFile destructors unlink them).
+    // 3. Success: the old files go (the PendingFile destructors of their names unlink them).
 }
 
 void remove_temporaries_on_signals() {

@@ -40,12 +40,16 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
 std::string npy_header(const Matrix& m);
 std::string npy_bytes(const Matrix& m);
 
-// Writes every (path, matrix) as .npy, all or nothing (io/files.cpp):
+// Writes every (path, matrix) as .npy, all or nothing (io/files.cpp); a null matrix means "remove
+// this file if it exists", in the same all-or-nothing step:
+//  - one writer at a time per directory (an flock on the directory, held to the last rename), so a
+//    directory never holds one call's output beside another's;
 //  - each goes first to a fresh temporary beside its target, ".<name>.tmp-XXXXXX", created with
 //    O_CREAT|O_EXCL (never an existing file, never through a planted symlink), written, fsync'ed;
-//  - only when all are written are they renamed into place; if a rename fails, the targets already
-//    replaced get their old contents back (the old files are renamed aside until the end), or are
-//    removed if they are new;
+//  - only when all are written are they renamed into place, each over its target in one atomic
+//    rename (a reader sees the old file or the new one); a replaced file keeps its permissions;
+//  - if a rename fails, the targets already replaced or removed get their old contents back (kept
+//    under a second name until the end), or are removed if they are new;
 //  - a target that exists and is not a regular file (a directory, say) is refused before anything
 //    is written.
 // On failure InputError names the file; no temporary is left behind.

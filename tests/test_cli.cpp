@@ -266,6 +266,16 @@ TEST_CASE("attn run with the fused backend writes no attn.npy and says why α is
     REQUIRE(run_attn(inputs + " --out " + (dir.path / "o").string()).status == 0);
     CHECK(std::filesystem::exists(dir.path / "o" / "output.npy"));
     CHECK_FALSE(std::filesystem::exists(dir.path / "o" / "attn.npy"));
+    // An attn.npy of an earlier run must not stay beside this run's output as if it were its α:
+    // it is removed in the same all-or-nothing step, and the run says so.
+    const std::string earlier = inputs.substr(0, inputs.find("--backend fused")) + "--backend naive" +
+                                inputs.substr(inputs.find("--backend fused") + 15);
+    REQUIRE(run_attn(earlier + " --out " + (dir.path / "o").string()).status == 0);
+    REQUIRE(std::filesystem::exists(dir.path / "o" / "attn.npy"));
+    const RunResult again = run_attn(inputs + " --out " + (dir.path / "o").string());
+    CHECK(again.status == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.path / "o" / "attn.npy"));
+    CHECK_THAT(again.out, Contains("removed ") && Contains("attn.npy of an earlier run"));
 }
 
 TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output written", "[cli][run][errors]") {

@@ -2,7 +2,9 @@
 // needs, and output files that must be all or nothing. One TEST_CASE per way these went wrong.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <random>
@@ -343,6 +346,65 @@ TEST_CASE("a result that is one of its own inputs is refused, on every backend",
             }
         }
     }
+}
+
+// Item 2 of issue 19: the old file used to be renamed aside before the new one was renamed in, so a
+// reader polling the target found it missing, hundreds of times over a hundred replacements.
+TEST_CASE("a reader polling a file being replaced always finds it", "[limits][output]") {
+    const TempDir dir;
+    const Matrix m(64, 64, 1.0f);
+    attn::write_npy_files({{dir.at("output.npy"), &m}});
+    const std::string stop = dir.at("stop");
+    const pid_t reader = ::fork();
+    REQUIRE(reader >= 0);
+    if (reader == 0) {  // counts the times output.npy is not there, until told to stop
+        int missing = 0;
+        while (::access(stop.c_str(), F_OK) != 0)
+            if (::access(dir.at("output.npy").c_str(), F_OK) != 0) ++missing;
+        ::_exit(std::min(missing, 255));
+    }
+    for (int round = 0; round < 300; ++round) attn::write_npy_files({{dir.at("output.npy"), &m}});
+    std::ofstream(stop) << "";
+    int status = 0;
+    ::waitpid(reader, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+// Item 1: two runs writing the same directory mixed their pairs (output.npy from one, attn.npy from
+// the other). Writers now hold an flock on the directory from the first temporary to the last
+// rename; a reader that takes the same lock must always find both files from one write.
+TEST_CASE("concurrent writers of one directory never leave a mixed pair", "[limits][output]") {
+    const TempDir dir;
+    const auto write_pair = [&](float id) {
+        const Matrix m(32, 32, id);
+        attn::write_npy_files({{dir.at("output.npy"), &m}, {dir.at("attn.npy"), &m}});
+    };
+    write_pair(0.0f);
+    pid_t writers[2];
+    for (int w = 0; w < 2; ++w) {
+        writers[w] = ::fork();
+        REQUIRE(writers[w] >= 0);
+        if (writers[w] == 0) {
+            for (int round = 0; round < 150; ++round) write_pair(float(1 + w));
+            ::_exit(0);
+        }
+    }
+    int mixed = 0, looks = 0;
+    for (bool running = true; running;) {
+        const int fd = ::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY);
+        REQUIRE(fd >= 0);
+        ::flock(fd, LOCK_EX);
+        mixed += attn::read_matrix(dir.at("output.npy"))(0, 0) != attn::read_matrix(dir.at("attn.npy"))(0, 0);
+        ++looks;
+        ::close(fd);
+        int status = 0;
+        running = ::waitpid(writers[0], &status, WNOHANG) == 0 || ::waitpid(writers[1], &status, WNOHANG) == 0;
+    }
+    for (const pid_t w : writers) ::waitpid(w, nullptr, 0);
+    INFO(looks << " looks");
+    CHECK(mixed == 0);
+    CHECK(attn::read_matrix(dir.at("output.npy")) == attn::read_matrix(dir.at("attn.npy")));
 }
 
 TEST_CASE("regular files only: a directory or a FIFO given as input is refused at once", "[limits][io]") {
