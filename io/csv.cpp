@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <system_error>
 #include <vector>
 
 #include "io/checks.hpp"
+#include "matrix/size.hpp"
 
 namespace attn {
 
@@ -48,12 +50,14 @@ Field parse_number(std::string_view field, float& value) {
     return Field::number;
 }
 
-std::vector<std::string_view> split_fields(std::string_view line) {
-    std::vector<std::string_view> fields;
+// Calls `field` with each comma-separated field of `line`, in order, without storing them (a line
+// of five million values would otherwise hold 80 MB of views).
+template <class Fn>
+void for_each_field(std::string_view line, Fn&& field) {
     for (std::size_t start = 0;;) {
         const std::size_t comma = line.find(',', start);
-        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-        if (comma == std::string_view::npos) return fields;
+        field(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) return;
         start = comma + 1;
     }
 }
@@ -74,6 +78,20 @@ std::string read_file(const std::string& path, std::uint64_t max_bytes) {
 Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options) {
     if (text.empty()) fail(name, "empty file");
     if (text.back() == '\n') text.remove_suffix(1);  // one final newline ends the last line
+    // At its peak, reading holds the file's text, the values parsed from it and the matrix they are
+    // copied into at the end: all of it must fit the limit, checked as the values come.
+    const auto check_memory = [&](std::uint64_t count) {
+        std::uint64_t bytes = 0;
+        try {
+            bytes = checked_sum(text.size(), checked_product(count, 2 * sizeof(float), "CSV values"), "CSV values");
+        } catch (const std::length_error&) {
+            fail(name, "too many values to count");
+        }
+        if (bytes > options.max_bytes)
+            fail(name, "reading it needs " + describe_bytes(bytes) +
+                           " (its text, and its values as parsed and as a matrix)" +
+                           ", more than the --max-memory limit of " + describe_bytes(options.max_bytes));
+    };
     std::vector<float> values;
     std::size_t cols = 0, rows = 0, line_number = 0, first_data_line = 0;
     for (std::size_t start = 0; start <= text.size();) {
@@ -85,37 +103,47 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
         if (line_number == 1 && options.csv_header) continue;
         if (line.find_first_not_of(" \t") == std::string_view::npos)
             fail(name, "line " + std::to_string(line_number) + " is empty");
-        const auto fields = split_fields(line);
+        const std::size_t count = static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1;
         if (rows == 0) {
-            cols = fields.size();
+            cols = count;
             first_data_line = line_number;
             check_size(name, 1, cols, options);
-        } else if (fields.size() != cols) {
-            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) +
-                           " values, line " + std::to_string(first_data_line) + " has " + std::to_string(cols));
+            check_memory(cols);
+            // Room for every line at once (the lines are counted, not guessed), so the values are
+            // never copied to a larger buffer as they grow.
+            const std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+            const std::size_t fit = (options.max_bytes - std::min<std::uint64_t>(options.max_bytes, text.size())) /
+                                    (2 * sizeof(float)) / cols;
+            values.reserve(std::min(lines, fit) * cols);
+        } else if (count != cols) {
+            fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(count) + " values, line " +
+                           std::to_string(first_data_line) + " has " + std::to_string(cols));
         }
         check_size(name, rows + 1, cols, options);
-        for (std::size_t j = 0; j < fields.size(); ++j) {
+        check_memory(std::uint64_t(rows + 1) * cols);
+        std::size_t j = 0;
+        for_each_field(line, [&](std::string_view field) {
             float v = 0.0f;
-            const Field kind = parse_number(fields[j], v);
-            const std::string shown(fields[j].substr(0, 40));
+            const Field kind = parse_number(field, v);
+            const std::string shown(field.substr(0, 40));
             if (kind == Field::out_of_range)
                 fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " ('" + shown +
                                "') is outside the range of float32 (largest ±3.4e38)");
             if (kind == Field::not_a_number) {
-                const bool looks_like_header =
-                    line_number == 1 && std::none_of(fields.begin(), fields.end(), [](auto f) {
-                        float ignored;
-                        return parse_number(f, ignored) != Field::not_a_number;
-                    });
-                if (looks_like_header)
+                bool any_number = false;
+                for_each_field(line, [&](std::string_view f) {
+                    float ignored;
+                    any_number |= parse_number(f, ignored) != Field::not_a_number;
+                });
+                if (line_number == 1 && !any_number)
                     fail(name, "line 1 is not numeric ('" + shown + "'); if it is a header, pass --csv-header");
                 fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) +
                                " is not a number: '" + shown + "'");
             }
             check_finite(name, v, rows, j);
             values.push_back(v);
-        }
+            ++j;
+        });
         ++rows;
         if (newline == text.size()) break;
     }
