@@ -35,6 +35,13 @@ using Catch::Contains;
 
 namespace {
 
+// How a forked child ended: its exit status, or -1 when a signal ended it.
+int exit_status_of(pid_t child) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 constexpr Backend all_backends[] = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
 
 // The .npy of a matrix with no columns, whose header may claim any number of rows: 128 bytes.
@@ -277,10 +284,7 @@ TEST_CASE("a signal ignored at start stays ignored; the others get the handler",
         sigaction(SIGINT, nullptr, &intr);
         ::_exit(hup.sa_handler == SIG_IGN && intr.sa_handler != SIG_DFL && intr.sa_handler != SIG_IGN ? 0 : 1);
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(exit_status_of(child) == 0);
 }
 
 // `ulimit -f` during a write: SIGXFSZ used to kill the process (status 153) and leave the partial
@@ -301,10 +305,7 @@ TEST_CASE("a write past the file-size limit is a write error, and leaves no temp
         }
         ::_exit(0);
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 3);
+    CHECK(exit_status_of(child) == 3);
     CHECK(dir.listing().empty());
 }
 
@@ -348,7 +349,7 @@ TEST_CASE("a result that is one of its own inputs is refused, on every backend",
     }
 }
 
-// Item 2 of issue 19: the old file used to be renamed aside before the new one was renamed in, so a
+// The old file used to be renamed aside before the new one was renamed in, so a
 // reader polling the target found it missing, hundreds of times over a hundred replacements.
 TEST_CASE("a reader polling a file being replaced always finds it", "[limits][output]") {
     const TempDir dir;
@@ -365,13 +366,10 @@ TEST_CASE("a reader polling a file being replaced always finds it", "[limits][ou
     }
     for (int round = 0; round < 300; ++round) attn::write_npy_files({{dir.at("output.npy"), &m}});
     std::ofstream(stop) << "";
-    int status = 0;
-    ::waitpid(reader, &status, 0);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(exit_status_of(reader) == 0);  // the number of times output.npy was missing
 }
 
-// Item 1: two runs writing the same directory mixed their pairs (output.npy from one, attn.npy from
+// Two runs writing the same directory used to mix their pairs (output.npy from one, attn.npy from
 // the other). Writers now hold an flock on the directory from the first temporary to the last
 // rename; a reader that takes the same lock must always find both files from one write.
 TEST_CASE("concurrent writers of one directory never leave a mixed pair", "[limits][output]") {
