@@ -128,15 +128,18 @@ public:
         files_ += (files_.empty() ? "" : ", ") + file;
     }
     // Runs `step`. A library error (InputError is already the CLI's own) becomes
-    // "<every file>: <the message, each matrix named by its file>", plus `hint` when given.
+    // "<every file>: <the message, each matrix named by its file>", plus `d_model_hint` when the
+    // error is about d_model (X against the weights: the mismatch PyTorch's layout causes).
     template <class Step>
-    void about(Step&& step, const std::string& hint = "") const {
+    void about(Step&& step, const std::string& d_model_hint = "") const {
         try {
             step();
         } catch (const InputError&) {
             throw;
         } catch (const std::exception& e) {
-            throw InputError(files_ + ": " + with_files(e.what()) + hint);
+            const std::string what = e.what();
+            throw InputError(files_ + ": " + with_files(what) +
+                             (what.find("d_model") != std::string::npos ? d_model_hint : ""));
         }
     }
 
@@ -147,7 +150,7 @@ private:
     std::string with_files(std::string message) const {
         const std::size_t colon = message.find(": ");
         if (colon != std::string::npos &&
-            message.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:") == colon)
+            message.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:") == colon + 1)
             message.erase(0, colon + 2);
         for (const auto& [matrix, file] : names_) {
             const std::string token = matrix + " (";

@@ -254,6 +254,7 @@ TEST_CASE("attn run on the worked example from CSV, with lesson and PyTorch weig
     CHECK(forgot.status == 2);
     CHECK_THAT(forgot.err, Contains("x.csv (3×4) needs d_model = 3 columns to meet ") && Contains("tq.csv (3×4)") &&
                                Contains("pass --torch-weights"));
+    CHECK_THAT(forgot.err, !Contains("SingleHeadAttention"));  // the files say where; the function's name goes
 }
 
 TEST_CASE("attn run with the fused backend writes no attn.npy and says why α is missing", "[cli][run]") {
