@@ -197,41 +197,56 @@ TEST_CASE("the fused backend is charged for the threads that run, not for OMP_NU
 
 // A CSV line of five million values under --max-memory 40M ran with a peak of 142–207 MiB: the
 // reader held a view of every field, a growing vector and the file's text, none of it charged. The
-// reader now charges its text and its values before it holds them; the process's peak resident
-// memory is measured (wait4) and may exceed the limit only by the program itself (`attn --version`
-// peaks at about 4 MiB).
+// reader now charges its text and its values before it holds them. The process's peak resident
+// memory may exceed the limit only by the program itself (`attn --version` peaks at about 5 MiB).
+// It is measured by a small Python parent (resource.RUSAGE_CHILDREN): a child forked from this test
+// would count this process's own pages, held until its exec, in its peak.
 TEST_CASE("the memory limit holds for the whole process while a CSV is parsed, by peak RSS", "[cli][limits]") {
     if (std::getenv("ATTN_WRAPPER")) {
         WARN("skipped under emulation: the peak RSS measured would be the emulator's");
         return;
     }
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr bool measurable = false;  // GCC's macro; Clang's is below
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    constexpr bool measurable = false;
+#else
+    constexpr bool measurable = true;
+#endif
+#else
+    constexpr bool measurable = true;
+#endif
     const TempDir dir;
     std::string line;
     for (int k = 0; k < 5000000; ++k) line += k ? ",0.5" : "0.5";
     const std::string wide = dir.text("wide.csv", line + "\n");  // 20 MB of text, 5M values
-    const auto peak_mib = [&](const char* limit, int& exit_status) {
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
-            const int null = ::open("/dev/null", O_WRONLY);
-            ::dup2(null, 1);
-            ::dup2(null, 2);
-            const char* exe = std::getenv("ATTN_EXE");
-            ::execl(exe, exe, "run", "--q", wide.c_str(), "--k", wide.c_str(), "--v", wide.c_str(), "--max-memory",
-                    limit, "--out", dir.at("out").c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        int status = 0;
-        rusage usage{};
-        ::wait4(child, &status, 0, &usage);
-        exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return double(usage.ru_maxrss) / 1024.0;  // KiB → MiB
+    const std::string measure = dir.text(
+        "peak.py",
+        "import resource, subprocess, sys\n"
+        "status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+        "print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n");
+    const auto run_measured = [&](const char* limit, int& status) {
+        const std::string command = "python3 " + measure + " " + std::getenv("ATTN_EXE") + " run --q " + wide +
+                                    " --k " + wide + " --v " + wide + " --max-memory " + limit + " --out " +
+                                    dir.at("out");
+        FILE* pipe = popen(command.c_str(), "r");
+        REQUIRE(pipe);
+        long kib = -1;
+        REQUIRE(std::fscanf(pipe, "%d %ld", &status, &kib) == 2);
+        pclose(pipe);
+        return double(kib) / 1024.0;  // MiB
     };
     int status = 0;
-    const double refused = peak_mib("40M", status);
+    const double refused = run_measured("40M", status);
     CHECK(status == 2);  // 20 MB of text and 2 × 19 MiB of values do not fit in 40 MiB
-    CHECK(refused <= 40 + 8);
-    const double ran = peak_mib("128M", status);
+    const double ran = run_measured("128M", status);
     CHECK(status == 0);
+    if (!measurable) {
+        WARN("peak RSS not checked: AddressSanitizer's shadow memory is part of it (" << refused << " and " << ran
+                                                                                      << " MiB)");
+        return;
+    }
+    CHECK(refused <= 40 + 8);
     CHECK(ran <= 128 + 8);
 }
