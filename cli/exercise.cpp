@@ -168,8 +168,7 @@ void exercise1(const Options& o, std::ostream& out) {
 
 void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    out << tr(l, "Exercise 2 · Is the diagonal S_ii the largest score of its row?\n\n",
-              "练习 2 · 对角线 S_ii 一定是该行最大的分数吗？\n\n");
+    out << text(l).diagonal << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
     const AttentionTrace example = worked_example::trace();
     const auto tokens = example_tokens(l);
     out << tr(l, "  In the worked example:\n", "  在示例中：\n");

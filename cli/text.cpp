@@ -92,7 +92,10 @@ const Text english{
     .row_sums_now = "row sums",
     .step6 = "Step 6 · Output O = α·V",
     .step6_note = "row i is the α-weighted average of all value vectors: token i's new, context-aware representation.",
-    .diagonal = "Exercise 2 · Is S_ii the largest score in its row?",
+    .diagonal =
+        "Exercise 2 · What is the diagonal S_ii, and is it the largest score in its row?\n"
+        "  S_ii = q_i·k_i: token i's query scored against its own key, the raw score it gives itself before the "
+        "softmax",
     .diagonal_yes = "yes",
     .diagonal_no = "no, the row's largest score is with",
     .exercise5 = "Exercise 5 · output[0] against V[0]",
@@ -187,7 +190,9 @@ const Text chinese{
     .row_sums_now = "各行之和",
     .step6 = "第 6 步 · 输出 O = α·V",
     .step6_note = "第 i 行是所有值向量按 α 第 i 行加权的平均：词 i 融合上下文后的新表示。",
-    .diagonal = "练习 2 · 对角线 S_ii 是否是该行最大的分数？",
+    .diagonal =
+        "练习 2 · 对角线 S_ii 表示什么？它一定是该行最大的分数吗？\n"
+        "  S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积，也就是 softmax 之前它给自己的原始分数",
     .diagonal_yes = "是",
     .diagonal_no = "否，该行最大的分数属于",
     .exercise5 = "练习 5 · 比较 output[0] 与 V[0]",
