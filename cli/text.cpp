@@ -191,7 +191,7 @@ const Text chinese{
     .step6 = "第 6 步 · 输出 O = α·V",
     .step6_note = "第 i 行是所有值向量按 α 第 i 行加权的平均：词 i 融合上下文后的新表示。",
     .diagonal =
-        "练习 2 · 对角线 S_ii 表示什么？它一定是该行最大的分数吗？\n"
+        "练习 2 · 对角线上的 S_ii 是什么含义？它总是该行最大的分数吗？\n"
         "  S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积，也就是 softmax 之前它给自己的原始分数",
     .diagonal_yes = "是",
     .diagonal_no = "否，该行最大的分数属于",

@@ -189,7 +189,7 @@ TEST_CASE("exercise 2 first says what S_ii is, then asks whether it is the large
             INFO("attn " << args << (zh ? " --lang zh" : ""));
             const RunResult r = run_attn(args + (zh ? " --lang zh" : ""));
             REQUIRE(r.status == 0);
-            const std::size_t question = r.out.find(zh ? "对角线 S_ii 表示什么？它一定是该行最大的分数吗？"
+            const std::size_t question = r.out.find(zh ? "对角线上的 S_ii 是什么含义？它总是该行最大的分数吗？"
                                                        : "What is the diagonal S_ii, and is it the largest score");
             const std::size_t meaning = r.out.find(zh ? "S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积"
                                                       : "S_ii = q_i·k_i: token i's query scored against its own key");
