@@ -150,9 +150,11 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k) {
     const std::size_t BR = blocking().fused_rows, BC = blocking().fused_keys, NR = tile_columns();
-    // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, m and ℓ per row
+    // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, and four floats
+    // per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches
+    const std::size_t padded_rows = (BR + batch_width() - 1) / batch_width() * batch_width();
     const std::uint64_t floats =
-        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 2 * BR, "fused scratch");
+        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
 void softmax_rows_in_place(Matrix& S, Threads threads) { active().softmax_rows_in_place(S, threads); }
