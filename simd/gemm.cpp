@@ -13,9 +13,9 @@
 //    reuse it against every MR-row strip of A: the panel stays in L1, the mc×kc block of A being
 //    swept in L2, all kc×nc panels in L3. The three sizes come from the running CPU's caches
 //    (simd/blocking.cpp; on a Zen 3 core kc = 320, mc = 306: a 20 KiB panel, a 383 KiB block).
-//    The A block is copied too, into one contiguous mc×kc block: left in place, its rows are a
-//    whole row of A apart (4 KiB for k = 1024), so they all fall into the same few sets of L2 and
-//    evict each other long before L2 is full. Measured (BM_tune_gemm, 1024³, one thread, kc = 288,
+//    The A block is copied too, into one contiguous mc×kc block, when more than 4 panels sweep it:
+//    left in place, its rows are a whole row of A apart (4 KiB for k = 1024), so they all fall into
+//    the same few sets of L2 and evict each other long before L2 is full. Measured (BM_tune_gemm, 1024³, one thread, kc = 288,
 //    Intel Xeon family 6 model 207, L2 2 MiB 16-way): with A in place 82 GFLOP/s at mc = 1026
 //    against 104–111 at mc = 36–72; packed, see docs/performance.md.
 //
@@ -98,12 +98,18 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
 #pragma omp for schedule(static)
             for (std::ptrdiff_t block = 0; block < static_cast<std::ptrdiff_t>((m + MC - 1) / MC); ++block) {
                 const std::size_t ic = static_cast<std::size_t>(block) * MC, mc = std::min(MC, m - ic);
-                const float* a_block = pack_block(A, ic, mc, pc, kc);
+                // Packing pays when the block is swept by many panels; α·V (d_v = 64: 2 panels of
+                // 32 with AVX-512, 4 of 16 with AVX2) reads each element of α at most 4 times, and
+                // copying α cost more than it saved: read in place, α·V ran 1.07–1.21× faster
+                // (n = 1024/2048, d = 64, 2 threads, AMD EPYC AVX-512; AVX2 the same or better).
+                const bool pack_a = panels > 4;
+                const float* a_block = pack_a ? pack_block(A, ic, mc, pc, kc) : A.row(ic).data() + pc;
+                const std::size_t lda = pack_a ? kc : k;
                 for (std::ptrdiff_t q = 0; q < panels; ++q) {
                     const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
                     const float* panel = packed + static_cast<std::size_t>(q) * kc * NR;
                     for (std::size_t ir = 0; ir < mc; ir += MR) {
-                        run_microkernel(std::min(MR, mc - ir), kc, a_block + ir * kc, kc, panel, NR,
+                        run_microkernel(std::min(MR, mc - ir), kc, a_block + ir * lda, lda, panel, NR,
                                         C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
                     }
                 }
