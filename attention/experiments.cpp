@@ -21,6 +21,13 @@ Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
     return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
 }
 
+// ‖v‖, summed in double.
+double length(std::span<const float> v) {
+    double sum = 0.0;
+    for (float x : v) sum += double(x) * x;
+    return std::sqrt(sum);
+}
+
 }  // namespace
 
 std::size_t row_argmax(std::span<const float> row) {
@@ -81,6 +88,21 @@ ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scal
 
 Matrix scores_without_transpose(const Matrix& Q, const Matrix& K) {
     return matmul(Q, K);  // (n×d_k)·(n×d_k): matmul refuses it, naming both shapes, unless n = d_k
+}
+
+Matrix cosines(const Matrix& Q, const Matrix& K) {
+    Matrix C = matmul(Q, transpose(K));  // S_ij = q_i·k_j, divided below by both lengths
+    for (std::size_t i = 0; i < C.rows(); ++i) {
+        for (std::size_t j = 0; j < C.cols(); ++j) {
+            const double lengths = length(Q.row(i)) * length(K.row(j));
+            C(i, j) = lengths > 0.0 ? static_cast<float>(C(i, j) / lengths) : 0.0f;
+        }
+    }
+    return C;
+}
+
+Matrix scores_with_weights(const Matrix& X, const Matrix& W_Q, const Matrix& W_K) {
+    return matmul(matmul(X, W_Q), transpose(matmul(X, W_K)));
 }
 
 Matrix softmax_columns(const Matrix& S) { return transpose(softmax_rows(transpose(S))); }

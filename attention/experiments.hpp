@@ -43,11 +43,19 @@ struct ScalingTrend {
 };
 ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale);
 
-// ---- confusions 1, 2 and 4 ----------------------------------------------------------------------
+// ---- confusions 1 to 4, and step 3's remark on Kᵀ -----------------------------------------------
 
-// Confusion 1: Q·K instead of Q·Kᵀ. Shape-valid only when n = d_k; entry (i, j) is then
+// Step 3's remark: Q·K instead of Q·Kᵀ. Shape-valid only when n = d_k; entry (i, j) is then
 // Σ_p Q_ip·K_pj — query i's features against feature j of every token, which compares nothing.
 Matrix scores_without_transpose(const Matrix& Q, const Matrix& K);
+
+// Confusion 1: S_ij = ‖q_i‖·‖k_j‖·cos θ_ij. The cosines: how far query i and key j point the same
+// way (0 where either vector is zero).
+Matrix cosines(const Matrix& Q, const Matrix& K);
+
+// Confusion 1: the scores the same input gets from other projection weights, (X·W_Q)·(X·W_K)ᵀ: what
+// counts as related is made by the weights, which training chooses.
+Matrix scores_with_weights(const Matrix& X, const Matrix& W_Q, const Matrix& W_K);
 
 // Confusion 2: the softmax taken down each column instead of along each row. Every column sums to
 // 1, the rows do not: row i is no longer a distribution over what token i reads.

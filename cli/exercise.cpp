@@ -124,14 +124,15 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
         << tr(l, "× that of ÷ √d_k: ", " 倍：")
         << (ratio < 1 ? tr(l, "once α saturates,\n           little gradient reaches the scores.\n",
                            "α 饱和后，\n           传回分数的梯度所剩无几。\n")
-                      : tr(l, "no gradient lost yet at these sizes.\n", "在这些维度下梯度尚未减小。\n"));
+                      : tr(l, "no gradient lost yet at these sizes.\n", "在这些 d_k 下梯度尚未减小。\n"));
     out << tr(l, "  ÷ d_k:   entropy → ", "  ÷ d_k：  熵 → ") << fixed(dk.last.mean.entropy, 3) << at(dk.last)
         << tr(l, ", near ln 64 = 4.159; largest weight → ", "，接近 ln 64 = 4.159；最大权重 → ")
         << fixed(dk.last.mean.max_weight, 3)
         << tr(l, ":\n           α flattens toward uniform.\n", "：\n           α 趋于均匀分布。\n");
     out << tr(l, "  ÷ √d_k:  entropy between ", "  ÷ √d_k： 熵始终在 ") << fixed(sqrt.min_entropy, 3)
         << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << tr(l, " at every d_k: the same spread at every width.\n\n", " 之间：任何维度下分数的离散程度都相同。\n\n");
+        << tr(l, " at every d_k: the same spread at every width.\n\n",
+              " 之间：无论 d_k 多大，分数的离散程度都相同。\n\n");
 }
 
 void exercise1(const Options& o, std::ostream& out) {
@@ -176,7 +177,8 @@ void exercise2(const Options& o, std::ostream& out) {
         const auto row = example.S.row(i);
         const std::size_t best = ex::row_argmax(row);
         out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(example.S(i, i), 4) << "  "
-            << tr(l, "max = ", "最大值 = ") << format_number(example.S(i, best), 4) << " (" << tokens[best] << ")  "
+            << tr(l, "max = ", "最大值 = ") << format_number(example.S(i, best), 4) << tr(l, " (", "（") << tokens[best]
+            << tr(l, ")  ", "）  ")
             << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
     }
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
@@ -185,7 +187,8 @@ void exercise2(const Options& o, std::ostream& out) {
               " 次随机权重（N(0, 1)，d_k = 3），同一个 X：\n")
         << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
               "    W_Q、W_K 独立：对角线是行最大值的比例 ")
-        << fixed(100 * r.independent_fraction, 1) << "%" << tr(l, " of rows (chance: 33.3%)\n", "（随机为 33.3%）\n")
+        << fixed(100 * r.independent_fraction, 1) << "%"
+        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时约为 1/3，即 33.3%）\n")
         << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ")
         << fixed(100 * r.tied_fraction, 1) << "%\n"
         << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
@@ -306,8 +309,8 @@ void exercise5(const Options& o, std::ostream& out) {
               "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
               "  o₁ = Σ_j α₁ⱼ·v_j 且 Σ_j α₁ⱼ = 1，所以 o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁)：差值恰好是\n"
               "  其他词按各自权重带来的信息（此处 ")
-        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << ", α₁₃ = " << format_number(t.weights(0, 2), 4)
-        << tr(l, ").\n", "）。\n");
+        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << tr(l, ", ", "，")
+        << "α₁₃ = " << format_number(t.weights(0, 2), 4) << tr(l, ").\n", "）。\n");
 }
 
 }  // namespace
@@ -326,7 +329,7 @@ int exercise_command(std::span<const std::string> args) {
             "  5  output[0] against V[0] and what their difference is made of\n",
             "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
             "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重、softmax 雅可比\n"
-            "  2  S_ii 是否为行最大值？示例、K 次随机权重、以及 W_Q = W_K\n"
+            "  2  S_ii 是否为行最大值？依次看示例、K 组随机权重，以及 W_Q = W_K 的情形\n"
             "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … N）的实测时间与拟合指数\n"
             "  4  示例上的因果掩码，并检查第 i 行只看到 j ≤ i\n"
             "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
@@ -363,8 +366,8 @@ int variance_command(std::span<const std::string> args) {
               "Var(q·k) with q, k ~ N(0, I): each of the d_k products q_i·k_i has mean 0 and variance 1, and they\n"
               "are independent, so the variances add up to d_k. Dividing by √d_k divides the variance by d_k.\n\n",
               "q, k ~ N(0, I) 时的 Var(q·k)：d_k 个乘积 q_i·k_i 各自均值为 0、方差为 1 且相互独立，\n"
-              "方差相加得 d_k；除以 √d_k 使方差除以 d_k。\n\n")
-        << "  " << o.samples << tr(l, " samples per d_k, seed ", " 个样本 / 每个 d_k，种子 ") << o.seed << "\n\n"
+              "方差相加得 d_k；把分数除以 √d_k，方差就缩小为原来的 1/d_k。\n\n")
+        << "  " << o.samples << tr(l, " samples per d_k, seed ", " 个样本（每个 d_k），随机种子 ") << o.seed << "\n\n"
         << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论"), 9)
         << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论"), 9) << "\n";
     for (const auto& r : results) {

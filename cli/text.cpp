@@ -32,6 +32,8 @@ const Text english{
     .colon = ": ",
     .comma = ", ",
     .semicolon = ";  ",
+    .open = " (",
+    .close = ")",
     .title = "Single-head scaled dot-product attention, one step at a time",
     .formula = "The whole chain in one line",
     .formula_lesson = "(the lesson divides by √d_k; this run does not)",
@@ -55,16 +57,25 @@ const Text english{
         "W_Q, W_K and W_V are this project's choice (attention/worked_example.hpp): the lesson uses them but never "
         "prints them. X is the lesson's own; every number after it follows from these weights.",
     .column1_of_W_Q = "(column 1 of W_Q)",
-    .confusion1 = "Confusion 1 · Why Q·Kᵀ and not Q·K?",
-    .confusion1_note =
-        "(Q·K)_ij = Σ_p Q_ip·K_pj multiplies the features of query i with feature j of every key: it compares no "
-        "query with any key. It is shape-valid here only because n = d_k; otherwise the product is refused.",
-    .confusion1_compare = "the same position in S",
     .step3 = "Step 3 · Scores S = Q·Kᵀ",
     .step3_note =
         "S_ij = q_i·k_j: how well query i matches key j. Kᵀ turns the rows of K into columns, so that row i times "
         "column j is that dot product.",
     .expanded = "One entry written out",
+    .transpose = "Why Kᵀ and not K?",
+    .transpose_note =
+        "(Q·K)_ij = Σ_p Q_ip·K_pj multiplies the features of query i with feature j of every key: it compares no "
+        "query with any key. It is shape-valid here only because n = d_k; otherwise the product is refused.",
+    .transpose_compare = "the same position in S",
+    .confusion1 = "Confusion 1 · Why does Q·Kᵀ tell how the tokens relate?",
+    .confusion1_note =
+        "S_ij = q_i·k_j = ‖q_i‖·‖k_j‖·cos θ_ij grows as query i and key j point the same way. Which directions count "
+        "as related is no fixed rule of grammar: W_Q and W_K are learned, so \"related\" means whatever training "
+        "found useful.",
+    .cosines = "cos θ_ij = S_ij / (‖q_i‖·‖k_j‖)",
+    .other_keys = "The same X with another W_K (here W_K = W_Q, standing in for a model trained differently)",
+    .row_largest = "largest score of each row",
+    .with_example_keys = "with the example's W_K",
     .step4 = "Step 4 · Scaling S' = S",
     .step4_note_sqrt =
         "if q and k have d_k independent unit-variance entries, Var(q·k) = d_k; dividing by √d_k brings it back to 1, "
@@ -86,12 +97,18 @@ const Text english{
     .heat_map = "α as a heat map (darker = more attention)",
     .confusion2 = "Confusion 2 · Why softmax along rows and not down columns?",
     .confusion2_note =
-        "taken down each column, every column sums to 1 and the rows do not: row i would no longer share out token "
-        "i's attention, and o_i = Σ_j α_ij·v_j would no longer be an average of the values.",
+        "row i shares out the attention of query i over every position. Taken down each column instead, every column "
+        "sums to 1 and the rows do not: column j would say how strongly all the queries compete for position j, "
+        "another question, and o_i = Σ_j α_ij·v_j would no longer be an average of the values.",
     .column_sums = "column sums",
     .row_sums_now = "row sums",
     .step6 = "Step 6 · Output O = α·V",
     .step6_note = "row i is the α-weighted average of all value vectors: token i's new, context-aware representation.",
+    .confusion3 = "Confusion 3 · Why is the output still one vector per token?",
+    .confusion3_note =
+        "α·V is (n×n)·(n×d_v) = n×d_v: one row per token, as in X. The form is the same, the content is not: x_i was "
+        "token i's embedding alone, blind to its neighbours; o_i mixes every token's value, in the shares of row i "
+        "of α:",
     .diagonal =
         "Exercise 2 · What is the diagonal S_ii, and is it the largest score in its row?\n"
         "  S_ii = q_i·k_i: token i's query scored against its own key, the raw score it gives itself before the "
@@ -102,7 +119,7 @@ const Text english{
     .exercise5_note = "the difference is what the other tokens contributed: o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁).",
     .exercise5_causal =
         "under the causal mask token 1 sees only itself: α₁₁ = 1, so o₁ = v₁. The last token sees every token:",
-    .norm = "(length)",
+    .norm = " (length)",
     .summary = "How the shapes flowed",
     .confusion4 = "Confusion 4 · How do d_k and d_model relate?",
     .confusion4_note =
@@ -134,6 +151,8 @@ const Text chinese{
     .colon = "：",
     .comma = "，",
     .semicolon = "；",
+    .open = "（",
+    .close = "）",
     .title = "单头缩放点积注意力，逐步计算",
     .formula = "整条计算链写成一行",
     .formula_lesson = "（课程中除以 √d_k；本次运行没有）",
@@ -157,14 +176,22 @@ const Text chinese{
         "W_Q、W_K、W_V 由本项目选定（attention/worked_example.hpp）：课程用到它们，但没有给出数值。X "
         "取自课程；其后的每个数都由这些权重算出。",
     .column1_of_W_Q = "（W_Q 的第 1 列）",
-    .confusion1 = "误区 1 · 为什么是 Q·Kᵀ 而不是 Q·K？",
-    .confusion1_note =
-        "(Q·K)_ij = Σ_p Q_ip·K_pj 把查询 i 的各个特征与所有键的第 j 个特征相乘：它没有拿任何查询去比较任何键。"
-        "这里它在形状上成立，只是因为 n = d_k；否则这个乘积会被拒绝。",
-    .confusion1_compare = "S 中同一位置",
     .step3 = "第 3 步 · 注意力分数 S = Q·Kᵀ",
     .step3_note = "S_ij = q_i·k_j：查询 i 与键 j 的匹配程度。转置把 K 的行变成列，第 i 行乘第 j 列恰好是这个点积。",
     .expanded = "展开其中一项",
+    .transpose = "第 3 步为什么用 Kᵀ 而不是 K？",
+    .transpose_note =
+        "(Q·K)_ij = Σ_p Q_ip·K_pj 把查询 i 的各个特征与所有键的第 j 个特征相乘：它没有拿任何查询去比较任何键。"
+        "这里能相乘只是因为恰好 n = d_k；形状不同时，矩阵乘法会报错。",
+    .transpose_compare = "S 中同一位置",
+    .confusion1 = "容易混淆的问题 1 · Q·Kᵀ 为什么能表示词与词之间的关系？",
+    .confusion1_note =
+        "S_ij = q_i·k_j = ‖q_i‖·‖k_j‖·cos θ_ij：查询 i 与键 j 的方向越一致，分数越高。哪些方向算“相关”，"
+        "并不是语法上定好的标签：W_Q 和 W_K 都是学出来的，所谓相关，就是训练中发现有用的那种关系。",
+    .cosines = "cos θ_ij = S_ij / (‖q_i‖·‖k_j‖)",
+    .other_keys = "同一个 X，换一个 W_K（这里取 W_K = W_Q，代表另一种训练结果）",
+    .row_largest = "每行最大的分数",
+    .with_example_keys = "示例中的 W_K",
     .step4 = "第 4 步 · 缩放 S' = S",
     .step4_note_sqrt =
         "若 q、k 各有 d_k 个独立的单位方差分量，则 Var(q·k) = d_k；除以 √d_k 使方差回到 1，softmax 不会随 d_k "
@@ -182,14 +209,18 @@ const Text chinese{
     .row_sum = "求和",
     .row_sums = "α 每一行之和都是 1",
     .heat_map = "α 热力图（颜色越深，注意力越多）",
-    .confusion2 = "误区 2 · 为什么按行而不是按列做 softmax？",
+    .confusion2 = "容易混淆的问题 2 · softmax 为什么按行做，而不是按列？",
     .confusion2_note =
-        "若按列做 softmax，每一列之和为 1，各行之和却不是 1：第 i 行不再是词 i 的注意力分配，o_i = Σ_j α_ij·v_j "
-        "也不再是值向量的加权平均。",
+        "第 i 行是查询 i 把注意力分给所有位置的方式。若按列做 softmax，每一列之和为 1，各行之和却不是 1：第 j "
+        "列表示的是所有查询争夺位置 j 的程度，回答的是另一个问题；o_i = Σ_j α_ij·v_j 也不再是值向量的加权平均。",
     .column_sums = "各列之和",
     .row_sums_now = "各行之和",
     .step6 = "第 6 步 · 输出 O = α·V",
     .step6_note = "第 i 行是所有值向量按 α 第 i 行加权的平均：词 i 融合上下文后的新表示。",
+    .confusion3 = "容易混淆的问题 3 · 为什么输出仍然是一个词一个向量？",
+    .confusion3_note =
+        "α·V 的形状是 (n×n)·(n×d_v) = n×d_v：和 X 一样，每个词一行。形式相同，内容却不同：x_i 只是词 i "
+        "自己的嵌入，看不到上下文；o_i 则按 α 第 i 行的比例，把所有词的值向量混合在一起：",
     .diagonal =
         "练习 2 · 对角线上的 S_ii 是什么含义？它总是该行最大的分数吗？\n"
         "  S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积，也就是 softmax 之前它给自己的原始分数",
@@ -200,14 +231,14 @@ const Text chinese{
     .exercise5_causal = "使用因果掩码时，第 1 个词只能看到自己：α₁₁ = 1，所以 o₁ = v₁。最后一个词能看到所有词：",
     .norm = "（长度）",
     .summary = "各步的形状",
-    .confusion4 = "误区 4 · d_k 与 d_model 是什么关系？",
+    .confusion4 = "容易混淆的问题 4 · d_k 与 d_model 是什么关系？",
     .confusion4_note =
         "单头时 d_k 可以自由选择（这里是 3，d_model = 4）。h 个头时每个头的宽度为 d_k = d_model / h；原始 "
         "Transformer：",
     .confusion4_cost = "所以 h 个头合起来的开销与一个宽度为 d_model 的头相同：h·n²·d_k = n²·d_model",
     .walk_help = R"(用法：attn walk [选项]
 
-计算课程中的示例（猫 坐 地毯，d_model = 4，d_k = d_v = 3），打印每个中间结果：维度、X、权重、
+计算课程中的示例（猫 坐 地毯，d_model = 4，d_k = d_v = 3），打印每个中间结果：形状、X、权重、
 Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及练习 2 和练习 5。
 
 选项：

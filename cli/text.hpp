@@ -22,6 +22,8 @@ struct Text {
     const char* colon;      // ": " or "：", after a label
     const char* comma;      // ", " or "，", between settings
     const char* semicolon;  // ";  " or "；", between two results
+    const char* open;       // " (" or "（", before a parenthesis
+    const char* close;      // ")" or "）"
     const char* title;
     const char* formula;
     const char* formula_lesson;
@@ -41,12 +43,18 @@ struct Text {
     const char* weights;
     const char* weights_note;
     const char* column1_of_W_Q;
-    const char* confusion1;
-    const char* confusion1_note;
-    const char* confusion1_compare;
     const char* step3;
     const char* step3_note;
     const char* expanded;
+    const char* transpose;  // step 3's remark: why Kᵀ and not K
+    const char* transpose_note;
+    const char* transpose_compare;
+    const char* confusion1;  // the lesson's four confusions, in its order and asking its questions
+    const char* confusion1_note;
+    const char* cosines;
+    const char* other_keys;
+    const char* row_largest;
+    const char* with_example_keys;
     const char* step4;
     const char* step4_note_sqrt;
     const char* step4_note_dk;
@@ -66,6 +74,8 @@ struct Text {
     const char* row_sums_now;
     const char* step6;
     const char* step6_note;
+    const char* confusion3;
+    const char* confusion3_note;
     const char* diagonal;
     const char* diagonal_yes;
     const char* diagonal_no;

@@ -119,11 +119,13 @@ public:
         step1();
         step2();
         step3();
+        transpose_remark();
         confusion1();
         step4();
         step5();
         confusion2();
         step6();
+        confusion3();
         diagonal();
         exercise5();
         summary();
@@ -242,14 +244,44 @@ private:
              << "\n";
     }
 
-    // Q·K computed by the library on the example, beside S: the entry that S₁₂ holds is something else in Q·K.
-    void confusion1() {
-        heading(t_.confusion1, t_.confusion1_note);
+    // Step 3's remark, with Q·K computed by the library beside S: the entry S₁₂ holds is something else in Q·K.
+    void transpose_remark() {
+        out_ << "\n  " << t_.transpose << " " << t_.transpose_note << "\n";
         const Matrix QK = experiments::scores_without_transpose(trace_.Q, trace_.K);
         out_ << "  Q·K (" << shape_string(QK) << ", n = d_k = " << n() << ")\n" << plain(QK);
         out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(trace_.Q.row(0), column(trace_.K, 1)) << " = "
-             << num(QK(0, 1)) << t_.semicolon << t_.confusion1_compare << t_.colon << "S" << sub(1) << sub(2) << " = "
+             << num(QK(0, 1)) << t_.semicolon << t_.transpose_compare << t_.colon << "S" << sub(1) << sub(2) << " = "
              << num(trace_.S(0, 1)) << "\n";
+    }
+
+    // The cosines beside S, then S from other weights: which token each row favours is made by W_Q and W_K.
+    void confusion1() {
+        heading(t_.confusion1, t_.confusion1_note);
+        const Matrix cosines = experiments::cosines(trace_.Q, trace_.K);
+        out_ << "  " << t_.cosines << "\n" << labelled(cosines, true);
+        const std::size_t j = std::min<std::size_t>(1, n() - 1);
+        out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
+             << sub(j + 1) << " = " << num(length(trace_.Q.row(0))) << " × " << num(length(trace_.K.row(j))) << " × "
+             << num(cosines(0, j)) << " = " << num(trace_.S(0, j)) << "\n";
+        const SingleHeadAttention layer = worked_example::layer();
+        const Matrix other = experiments::scores_with_weights(trace_.X, layer.W_Q(), layer.W_Q());
+        out_ << "\n  " << t_.other_keys << "\n"
+             << labelled(other, true) << "  " << t_.row_largest << t_.colon << largest_per_row(other) << t_.semicolon
+             << t_.with_example_keys << t_.colon << largest_per_row(trace_.S) << "\n";
+    }
+
+    static float length(std::span<const float> v) {
+        float sum = 0.0f;
+        for (float x : v) sum += x * x;
+        return std::sqrt(sum);
+    }
+
+    // "猫 → 地毯, 坐 → 地毯, …": the token whose key each row's query scores highest.
+    std::string largest_per_row(const Matrix& S) const {
+        std::string s;
+        for (std::size_t i = 0; i < S.rows(); ++i)
+            s += (i ? t_.comma : "") + tokens_[i] + " → " + tokens_[experiments::row_argmax(S.row(i))];
+        return s;
     }
 
     static std::vector<float> column(const Matrix& m, std::size_t j) {
@@ -294,6 +326,16 @@ private:
         const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? trace_.S_masked : trace_.S_scaled);
         out_ << labelled(by_column, true) << "  " << t_.column_sums << t_.colon << sums(by_column, true) << "\n  "
              << t_.row_sums_now << t_.colon << sums(by_column, false) << "\n";
+    }
+
+    // o_i written as the mix of values it is: row 1 (the last row under the causal mask, as in step 5).
+    void confusion3() {
+        heading(t_.confusion3, t_.confusion3_note);
+        const std::size_t r = o_.attention.causal ? n() - 1 : 0;
+        out_ << "  o" << sub(r + 1) << " =";
+        for (std::size_t j = 0; j < n(); ++j)
+            out_ << (j ? " + " : " ") << num(trace_.weights(r, j)) << "·v" << sub(j + 1);
+        out_ << "\n";
     }
 
     // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sum of each row (or column) of an n×n matrix, by token.
@@ -344,8 +386,8 @@ private:
                  << num(trace_.S(i, i));
             if (best == i) out_ << "  " << t_.diagonal_yes << "\n";
             else
-                out_ << "  " << t_.diagonal_no << " " << tokens_[best] << " (S" << sub(i + 1) << sub(best + 1) << " = "
-                     << num(trace_.S(i, best)) << ")\n";
+                out_ << "  " << t_.diagonal_no << " " << tokens_[best] << t_.open << "S" << sub(i + 1) << sub(best + 1)
+                     << " = " << num(trace_.S(i, best)) << t_.close << "\n";
         }
     }
 
@@ -368,7 +410,7 @@ private:
         const std::string o = std::string("o") + sub(row + 1), v = std::string("v") + sub(row + 1);
         p.row_labels = {o, v, o + " − " + v};
         out_ << format_matrix(rows, p) << "  ‖" << o << " − " << v << "‖ = " << num(static_cast<float>(table.distance))
-             << " " << t_.norm << "\n";
+             << t_.norm << "\n";
     }
 
     void summary() {

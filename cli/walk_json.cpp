@@ -67,8 +67,11 @@ std::string walk_json(const AttentionTrace& t, const AttentionOptions& options,
                                                            {"weights", &t.weights},
                                                            {"output", &t.output}};
     for (const auto& [name, m] : steps) out << ",\n  " << quoted(name) << ": " << matrix(*m);
-    // Confusion 1: Q·K (valid only because n = d_k here); confusion 2: the softmax by column.
+    // Step 3's remark: Q·K (valid only because n = d_k here); confusion 1: the cosines, and S with
+    // W_K = W_Q; confusion 2: the softmax by column.
     out << ",\n  \"Q_times_K\": " << matrix(experiments::scores_without_transpose(t.Q, t.K))
+        << ",\n  \"cosines\": " << matrix(experiments::cosines(t.Q, t.K))
+        << ",\n  \"S_with_W_K_as_W_Q\": " << matrix(experiments::scores_with_weights(t.X, layer.W_Q(), layer.W_Q()))
         << ",\n  \"softmax_by_column\": " << matrix(experiments::softmax_columns(scaled))
         << ",\n  \"heads\": {\"d_model\": 512, \"h\": 8, \"d_k\": " << experiments::head_width(512, 8) << "}\n}\n";
     return out.str();

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "attention/attention.hpp"
@@ -65,11 +66,66 @@ TEST_CASE("walk --causal: exercise 5 says why o₁ = v₁ and shows the last tok
     CHECK(tr.weights(0, 0) == 1.0f);
 }
 
-TEST_CASE("walk shows confusions 1, 2 and 4 with the library's numbers", "[cli][walk][lesson]") {
+TEST_CASE("walk asks the lesson's four confusions, in its order; Q·K against Q·Kᵀ stays a remark of step 3",
+          "[cli][walk][lesson]") {
+    // The lesson's questions: why Q·Kᵀ is the table of relations between words; why the softmax goes
+    // along rows; why the output is still one vector per word; how d_k and d_model relate.
+    const std::vector<std::vector<std::string>> headings = {
+        {"Confusion 1 · Why does Q·Kᵀ tell how the tokens relate?",
+         "Confusion 2 · Why softmax along rows and not down columns?",
+         "Confusion 3 · Why is the output still one vector per token?", "Confusion 4 · How do d_k and d_model relate?"},
+        {"容易混淆的问题 1 · Q·Kᵀ 为什么能表示词与词之间的关系？",
+         "容易混淆的问题 2 · softmax 为什么按行做，而不是按列？", "容易混淆的问题 3 · 为什么输出仍然是一个词一个向量？",
+         "容易混淆的问题 4 · d_k 与 d_model 是什么关系？"}};
+    for (const bool zh : {false, true}) {
+        const RunResult r = run_attn(zh ? "walk --lang zh" : "walk");
+        REQUIRE(r.status == 0);
+        std::size_t at = 0;
+        for (const std::string& heading : headings[zh]) {
+            INFO(heading);
+            const std::size_t found = r.out.find("\n" + heading + "\n");
+            REQUIRE(found != std::string::npos);
+            CHECK(found > at);  // in the lesson's order
+            at = found;
+        }
+        const std::size_t step3 = r.out.find(zh ? "第 3 步 · " : "Step 3 · "),
+                          step4 = r.out.find(zh ? "第 4 步 · " : "Step 4 · ");
+        const std::size_t remark = r.out.find(zh ? "第 3 步为什么用 Kᵀ 而不是 K？" : "Why Kᵀ and not K?");
+        CHECK((step3 < remark && remark < step4));
+        CHECK(remark < r.out.find(headings[zh][0]));
+        // confusion 2 says what a column would then mean
+        CHECK_THAT(r.out,
+                   Contains(zh ? "所有查询争夺位置 j 的程度" : "how strongly all the queries compete for position j"));
+    }
+}
+
+TEST_CASE("walk shows the confusions and step 3's remark with the library's numbers", "[cli][walk][lesson]") {
     const RunResult r = run_attn("walk");
     REQUIRE(r.status == 0);
     const attn::AttentionTrace tr = attn::worked_example::trace();
     check_matches(matrix_after(r.out, "  Q·K ("), attn::matmul(tr.Q, tr.K), 5e-5);
+    // confusion 1: S_ij = ‖q_i‖·‖k_j‖·cos θ_ij, and S from other weights (W_K = W_Q) favours other tokens
+    const attn::Matrix cosines = ex::cosines(tr.Q, tr.K);
+    check_matches(matrix_after(r.out, "  cos θ_ij = "), cosines, 5e-5);
+    for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t j = 0; j < 3; ++j) {
+            double qq = 0, kk = 0;
+            for (std::size_t p = 0; p < 3; ++p)
+                qq += double(tr.Q(i, p)) * tr.Q(i, p), kk += double(tr.K(j, p)) * tr.K(j, p);
+            CHECK(cosines(i, j) * std::sqrt(qq * kk) == Approx(tr.S(i, j)).margin(1e-5));
+        }
+    }
+    const attn::Matrix tied = ex::scores_with_weights(tr.X, attn::worked_example::W_Q(), attn::worked_example::W_Q());
+    check_matches(matrix_after(r.out, "  The same X with another W_K"), tied, 5e-5);
+    CHECK_THAT(r.out, Contains("largest score of each row: 猫 cat → 猫 cat, 坐 sat → 坐 sat, 地毯 mat → 猫 cat;  "
+                               "with the example's W_K: 猫 cat → 猫 cat, 坐 sat → 地毯 mat, 地毯 mat → 猫 cat"));
+    CHECK(ex::row_argmax(tied.row(1)) == 1);  // the line above follows from the matrices
+    CHECK(ex::row_argmax(tr.S.row(1)) == 2);
+    // confusion 3: o₁ as the mix of values, with row 1 of α
+    char mix[128];
+    std::snprintf(mix, sizeof mix, "o₁ = %.4f·v₁ + %.4f·v₂ + %.4f·v₃", tr.weights(0, 0), tr.weights(0, 1),
+                  tr.weights(0, 2));
+    CHECK_THAT(r.out, Contains(mix));
     const attn::Matrix by_column = ex::softmax_columns(tr.S_scaled);
     check_matches(matrix_after(r.out, "Confusion 2"), by_column, 5e-5);
     for (std::size_t j = 0; j < 3; ++j) {
@@ -81,6 +137,11 @@ TEST_CASE("walk shows confusions 1, 2 and 4 with the library's numbers", "[cli][
 }
 
 TEST_CASE("the confusions' helpers: Q·K refused unless n = d_k, columns sum to 1, head widths", "[experiments]") {
+    const attn::Matrix c1 = ex::cosines({{3.0f, 4.0f}, {0.0f, 0.0f}}, {{6.0f, 8.0f}, {-4.0f, 3.0f}});
+    CHECK(c1(0, 0) == Approx(1.0));               // same direction
+    CHECK(c1(0, 1) == Approx(0.0).margin(1e-7));  // perpendicular
+    CHECK(c1(1, 0) == 0.0f);                      // a zero vector has no direction
+    CHECK(ex::scores_with_weights({{1.0f, 2.0f}}, {{1.0f}, {1.0f}}, {{2.0f}, {0.0f}})(0, 0) == 6.0f);  // 3·2
     CHECK_THROWS_AS(ex::scores_without_transpose(attn::Matrix(4, 3), attn::Matrix(4, 3)), std::invalid_argument);
     CHECK(ex::scores_without_transpose(attn::Matrix(3, 3, 1.0f), attn::Matrix(3, 3, 2.0f))(1, 2) == 6.0f);
     const attn::Matrix c = ex::softmax_columns({{0.0f, 5.0f}, {0.0f, 5.0f}, {0.0f, -5.0f}});
@@ -159,28 +220,73 @@ TEST_CASE("exercise 3 times the median of 5 repeats and describes the exponents 
 }
 
 TEST_CASE("Chinese output: full-width punctuation after Chinese text, no English left", "[cli][lesson]") {
-    // A half-width ':', ',' or ';' right after Chinese text ("句子: ") is the mistake this catches:
-    // one of them after any byte of a multi-byte UTF-8 character. That also refuses "α:", stricter
-    // than needed, and the Chinese output passes it.
-    const auto half_width = [](const std::string& line) {
-        for (std::size_t k = 1; k < line.size(); ++k)
-            if ((line[k] == ':' || line[k] == ',' || line[k] == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80)
-                return true;
-        return false;
+    // The mistakes this catches, in every Chinese output (walk in each mode, the five exercises, the
+    // variance experiment, the help texts):
+    //  - a half-width ':', ',' or ';' right after a multi-byte character ("句子: "; this also refuses
+    //    "α:", stricter than needed, and the output passes it);
+    //  - half-width parentheses of prose: around Chinese ("1.3378 (地毯)"), or giving a value after
+    //    Chinese ("属于 地毯 (S₂₃ = 1.3378)"); a formula's own ("(Q·K)_ij", "的 (i, j) 对") are left alone;
+    //  - a half-width ',' inside full-width parentheses ("（α₁₂ = 0.2844, α₁₃ = 0.2317）").
+    const auto chinese_at = [](const std::string& line, std::size_t end) {  // the character ending at end
+        if (end < 3) return false;
+        const auto b = [&](std::size_t k) { return static_cast<unsigned char>(line[k]); };
+        const unsigned code = (b(end - 3) & 0x0Fu) << 12 | (b(end - 2) & 0x3Fu) << 6 | (b(end - 1) & 0x3Fu);
+        return (b(end - 3) & 0xF0u) == 0xE0u && ((code >= 0x3000 && code <= 0x9FFF) || code >= 0xFF00);
     };
-    for (const std::string args : {"walk", "walk --causal --scale none", "exercise 1", "exercise 2 --samples 300",
-                                   "exercise 4", "exercise 5", "variance --samples 300"}) {
+    const auto problem = [&](const std::string& line) -> std::string {
+        int inside_full_width = 0, inside_half_width = 0;  // "（N(0, 1)，…）": a formula's comma is fine
+        for (std::size_t k = 1; k < line.size(); ++k) {
+            if (line.compare(k, 3, "（") == 0) ++inside_full_width;
+            if (line.compare(k, 3, "）") == 0) --inside_full_width;
+            const char c = line[k];
+            inside_half_width += c == '(' ? 1 : c == ')' ? -1 : 0;
+            if ((c == ':' || c == ',' || c == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80)
+                return std::string("half-width '") + c + "' after a multi-byte character";
+            if (c == ',' && inside_full_width > 0 && inside_half_width == 0)
+                return "half-width ',' inside full-width parentheses";
+            if (c == '(') {  // a parenthesis of prose, not of a formula: "(Q·K)_ij" and "(n×n)·(n×d_v)" are math
+                const std::size_t close = line.find(')', k);
+                const std::string after = close == std::string::npos ? "" : line.substr(close + 1, 2);
+                if (after.rfind("_", 0) == 0 || after.rfind("·", 0) == 0) continue;
+                std::size_t before = k;
+                while (before > 0 && line[before - 1] == ' ') --before;
+                const std::string inside = line.substr(k + 1, close == std::string::npos ? 0 : close - k - 1);
+                bool chinese_inside = false;
+                for (std::size_t end = k + 4; end <= std::min(close, line.size()); ++end)
+                    chinese_inside = chinese_inside || chinese_at(line, end);
+                // a remark in Chinese, or a value given in passing after Chinese: "地毯 (S₂₃ = 1.3378)"
+                if (chinese_inside || (chinese_at(line, before) && inside.find(" = ") != std::string::npos))
+                    return "half-width parentheses in Chinese text";
+            }
+        }
+        return "";
+    };
+    for (const std::string args :
+         {"walk", "walk --causal", "walk --scale dk", "walk --causal --scale none", "walk --help", "exercise 1",
+          "exercise 2 --samples 300", "exercise 3 --largest 256", "exercise 4", "exercise 5", "exercise --help",
+          "variance --samples 300", "variance --help"}) {
         INFO("attn " << args << " --lang zh");
         const RunResult r = run_attn(args + " --lang zh");
         REQUIRE(r.status == 0);
         std::istringstream lines(r.out);
         for (std::string line; std::getline(lines, line);) {
             INFO(line);
-            CHECK_FALSE(half_width(line));
+            CHECK(problem(line) == "");
         }
-        CHECK_THAT(r.out, !Contains("backend ") && !Contains("max =") && !Contains("的对数") && !Contains("Step ") &&
-                              !Contains("the "));
+        if (args.find("--help") == std::string::npos)  // (a help text names the options, in English)
+            CHECK_THAT(r.out, !Contains("backend ") && !Contains("max =") && !Contains("的对数") &&
+                                  !Contains("Step ") && !Contains("the "));
+        CHECK_THAT(r.out, !Contains("误区"));  // the lesson's word for them is 容易混淆的问题, used everywhere
     }
+    // The check itself, on the three mistakes it was written for and on their corrections.
+    CHECK(problem("  坐    S₂₂ = 1.2631  否，该行最大的分数属于 地毯 (S₂₃ = 1.3378)") != "");
+    CHECK(problem("  最大值 = 1.3378 (地毯)") != "");
+    CHECK(problem("  α·V 的形状是 (n×n)·(n×d_v) = n×d_v") == "");
+    CHECK(problem("  满足 S_ij > max(S_ii, S_jj) 的 (i, j) 对的个数：0") == "");
+    CHECK(problem("  其他词（此处 α₁₂ = 0.2844, α₁₃ = 0.2317）。") != "");
+    CHECK(problem("句子: 猫") != "");
+    CHECK(problem("  否，该行最大的分数属于 地毯（S₂₃ = 1.3378）") == "");
+    CHECK(problem("  X (3×4) → Q (3×3), K (3×3)") == "");
 }
 
 TEST_CASE("exercise 2 first says what S_ii is, then asks whether it is the largest", "[cli][lesson]") {
@@ -200,4 +306,25 @@ TEST_CASE("exercise 2 first says what S_ii is, then asks whether it is the large
             if (args == "walk") CHECK(meaning < first_row);  // said before the rows are compared
         }
     }
+}
+
+TEST_CASE("the README's excerpt of attn walk is what attn walk prints", "[cli][walk][lesson]") {
+    std::ifstream in(std::string(TESTS_DIR) + "/../README.md");
+    std::stringstream readme;
+    readme << in.rdbuf();
+    const std::string text = readme.str();
+    const std::size_t start = text.find("The walk\nbegins like this");
+    REQUIRE(start != std::string::npos);
+    const RunResult r = run_attn("walk");
+    REQUIRE(r.status == 0);
+    // The indented block after that sentence, line by line ("…" stands for the lines left out).
+    std::istringstream lines(text.substr(text.find("\n\n", start) + 2));
+    std::size_t checked = 0;
+    for (std::string line; std::getline(lines, line) && (line.empty() || line.rfind("    ", 0) == 0);) {
+        if (line.empty() || line == "    …") continue;
+        INFO(line);
+        CHECK_THAT(r.out, Contains(line.substr(4)));
+        ++checked;
+    }
+    CHECK(checked >= 8);
 }
