@@ -25,7 +25,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CppLexer
 
-from docs_example import flow_diagram, worked_example
+from docs_example import SVG_STYLE, flow_diagram, worked_example
 from docs_math import marker_line_html
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ KATEX = Path("/usr/share/javascript/katex")
 # The reading order of docs/reading-order.md; any other file of these folders follows it.
 ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp", "attention/guards.hpp", "attention/guards.cpp", "attention/trace.cpp",
-         "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
+         "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/exp.hpp", "simd/gemm.cpp", "simd/microkernel.hpp",
          "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp", "simd/kernel_table.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/threads.hpp",
          "attention/experiments.hpp", "attention/experiments.cpp", "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp",
          "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
@@ -145,6 +145,8 @@ def markdown_page(md_name, nav, marker_pages, extras):
     <!-- worked-example --> placeholders become the HTML `extras` holds for them."""
     title, name, lang = PAGES[md_name]
     text = (ROOT / "docs" / md_name).read_text(encoding="utf-8")
+    # The committed picture that Markdown viewers show under the placeholder gives way to the live one.
+    text = re.sub(r"^(<!-- diagram -->)\n!\[[^\]\n]*\]\(chain\.[\w.]+\.svg\)$", r"\1", text, flags=re.M)
     if lang == "zh-CN":  # a line break between two Chinese characters is not a space
         text = re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef])\n\s*(?=[\u3000-\u9fff\uff00-\uffef])", "", text)
     pages = {md: page for md, (_, page, _) in PAGES.items()}
@@ -182,18 +184,13 @@ img { max-width: 100%; }
 main pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 figure.diagram { margin: 1rem 0; } figure.diagram svg { width: 100%; max-width: 1080px; height: auto; }
 figure.diagram figcaption { font-size: 13px; color: #555; }
-svg .node rect { fill: #eef3fd; stroke: #3b6fd8; stroke-width: 1.5; } svg .node:hover rect { fill: #dbe6fb; }
-svg .node.optional rect { fill: #fff; stroke-dasharray: 5 3; }
-svg text { font: 15px system-ui, "Noto Sans CJK SC", sans-serif; text-anchor: middle; fill: #111; }
-svg text.formula { font-family: "DejaVu Serif", serif; font-style: italic; }
-svg text.name { font-size: 13px; fill: #444; } svg tspan.sub { font-size: 11px; } svg text.shape { font-size: 13px; fill: #b03a2e; text-anchor: start; }
 .switch { display: flex; gap: .8rem; flex-wrap: wrap; align-items: center; padding: .5rem; background: #f4f4f6; }
 .mats { display: flex; flex-wrap: wrap; gap: 1.2rem; align-items: flex-start; margin: .4rem 0; }
 .mat .cap { font-size: 13px; color: #555; }
 table.matrix td { text-align: right; font-family: monospace; font-size: 13px; }
 table.matrix th { font-weight: normal; font-size: 13px; background: #f7f7f7; }
 .aside { border-left: 3px solid #d9a400; background: #fffbea; padding: .2rem 1rem; margin: .8rem 0; }
-"""
+""" + SVG_STYLE
 
 
 def marker_pages_of(files):

@@ -45,22 +45,39 @@ TEXT = {
         "mask_note": r"$S'_{ij} = -\infty$ for $j > i$; $e^{-\infty} = 0$, so no token gets weight from a later one.",
         "row_max": "row maximum", "sum": "sum", "row_sums": "Row sums of $\\alpha$",
         "heat": "darker = more attention",
-        "confusion1": "Confusion 1 · $QK$ instead of $QK^\\top$",
-        "confusion1_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ pairs the features of query $i$ with feature $j$ "
-                           r"of every token: it compares no query with any key. It is shape-valid here only "
-                           r"because $n = d_k = 3$.",
+        "transpose": "Why $K^\\top$ and not $K$?",
+        "transpose_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ pairs the features of query $i$ with feature $j$ "
+                          r"of every token: it compares no query with any key. It is shape-valid here only "
+                          r"because $n = d_k = 3$.",
+        "confusion1": "Confusion 1 · Why does $QK^\\top$ tell how the tokens relate?",
+        "confusion1_note": r"$S_{ij} = q_i \cdot k_j = \lVert q_i\rVert\,\lVert k_j\rVert \cos\theta_{ij}$ grows "
+                           r"as query $i$ and key $j$ point the same way. Which directions count as related is no "
+                           r"fixed rule of grammar: $W_Q$ and $W_K$ are learned, so “related” means whatever "
+                           r"training found useful. Below, the cosines; then the same $X$ with another $W_K$ "
+                           r"($W_K = W_Q$, standing in for a model trained differently).",
+        "cosines": r"$\cos\theta_{ij}$",
+        "other_keys": r"$S$ with $W_K = W_Q$",
+        "row_largest": "largest score of each row",
+        "with_example_keys": "with the example's $W_K$",
         "same_in_S": "the same position in $S$",
-        "confusion2": "Confusion 2 · softmax down the columns",
-        "confusion2_note": "Every column sums to 1, the rows do not: row $i$ no longer shares out token $i$'s "
-                           "attention, and $o_i$ would not be an average of the values.",
+        "confusion2": "Confusion 2 · Why softmax along rows and not down columns?",
+        "confusion2_note": "Row $i$ shares out the attention of query $i$ over every position. Taken down each "
+                           "column instead, every column sums to 1 and the rows do not: column $j$ would say how "
+                           "strongly all the queries compete for position $j$, another question, and $o_i$ would "
+                           "not be an average of the values.",
+        "by_column": "softmax down the columns",
+        "confusion3": "Confusion 3 · Why is the output still one vector per token?",
+        "confusion3_note": r"$\alpha V$ is $(n \times n)(n \times d_v) = n \times d_v$: one row per token, as in $X$. "
+                           r"The form is the same, the content is not: $x_i$ was token $i$'s embedding alone; "
+                           r"$o_i$ mixes every token's value, in the shares of row $i$ of $\alpha$, as written out for $o_1$ above.",
         "column_sums": "column sums", "row_sums_short": "row sums",
         "exercise5": "Exercise 5 · output[0] against V[0]",
         "exercise5_causal": "Under the causal mask token 1 sees only itself: $\\alpha_{11} = 1$, so $o_1 = v_1$. "
                             "The last token sees every token:",
-        "confusion4": "Confusion 4 · $d_k = d_{\\text{model}} / h$",
+        "confusion4": "Confusion 4 · How do $d_k$ and $d_{\\text{model}}$ relate?",
         "confusion4_note": "One head may choose $d_k$ freely (here 3, with $d_{\\text{model}} = 4$). The original "
                            "Transformer has $h$ heads of width",
-        "length": "length",
+        "length": " (length)",
     },
     "zh": {
         "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
@@ -86,18 +103,34 @@ TEXT = {
         "mask_note": r"$j > i$ 时 $S'_{ij} = -\infty$；$e^{-\infty} = 0$，所以任何词都得不到后面词的权重。",
         "row_max": "行最大值", "sum": "求和", "row_sums": "$\\alpha$ 各行之和",
         "heat": "颜色越深，注意力越多",
-        "confusion1": "误区 1 · 用 $QK$ 代替 $QK^\\top$",
-        "confusion1_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ 把查询 $i$ 的各个特征与每个词的第 $j$ 个特征相乘："
-                           r"它没有拿任何查询去比较任何键。这里它在形状上成立，只是因为 $n = d_k = 3$。",
+        "transpose": "第 3 步为什么用 $K^\\top$ 而不是 $K$？",
+        "transpose_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ 把查询 $i$ 的各个特征与每个词的第 $j$ 个特征相乘："
+                          r"它没有拿任何查询去比较任何键。这里能相乘只是因为恰好 $n = d_k = 3$。",
+        "confusion1": "容易混淆的问题 1 · $QK^\\top$ 为什么能表示词与词之间的关系？",
+        "confusion1_note": r"$S_{ij} = q_i \cdot k_j = \lVert q_i\rVert\,\lVert k_j\rVert \cos\theta_{ij}$："
+                           r"查询 $i$ 与键 $j$ 的方向越一致，分数越高。哪些方向算“相关”，并不是语法上定好的标签："
+                           r"$W_Q$ 和 $W_K$ 都是学出来的，所谓相关，就是训练中发现有用的那种关系。下面先列出余弦，"
+                           r"再看同一个 $X$ 换一个 $W_K$（取 $W_K = W_Q$，代表另一种训练结果）会怎样。",
+        "cosines": r"$\cos\theta_{ij}$",
+        "other_keys": r"$W_K = W_Q$ 时的 $S$",
+        "row_largest": "每行最大的分数",
+        "with_example_keys": "示例中的 $W_K$",
         "same_in_S": "$S$ 中同一位置",
-        "confusion2": "误区 2 · 按列做 softmax",
-        "confusion2_note": "每一列之和为 1，各行之和却不是 1：第 $i$ 行不再是词 $i$ 的注意力分配，$o_i$ 也不再是值向量的加权平均。",
+        "confusion2": "容易混淆的问题 2 · softmax 为什么按行做，而不是按列？",
+        "confusion2_note": "第 $i$ 行是查询 $i$ 把注意力分给所有位置的方式。若按列做 softmax，每一列之和为 1，"
+                           "各行之和却不是 1：第 $j$ 列表示的是所有查询争夺位置 $j$ 的程度，回答的是另一个问题；"
+                           "$o_i$ 也不再是值向量的加权平均。",
+        "by_column": "按列做 softmax",
+        "confusion3": "容易混淆的问题 3 · 为什么输出仍然是一个词一个向量？",
+        "confusion3_note": r"$\alpha V$ 的形状是 $(n \times n)(n \times d_v) = n \times d_v$：和 $X$ 一样，每个词一行。"
+                           r"形式相同，内容却不同：$x_i$ 只是词 $i$ 自己的嵌入；$o_i$ 则按 $\alpha$ 第 $i$ 行的比例，"
+                           r"把所有词的值向量混合在一起，上面展开的 $o_1$ 就是一例。",
         "column_sums": "各列之和", "row_sums_short": "各行之和",
         "exercise5": "练习 5 · 比较 output[0] 与 V[0]",
         "exercise5_causal": "使用因果掩码时，第 1 个词只能看到自己：$\\alpha_{11} = 1$，所以 $o_1 = v_1$。最后一个词能看到所有词：",
-        "confusion4": "误区 4 · $d_k = d_{\\text{model}} / h$",
+        "confusion4": "容易混淆的问题 4 · $d_k$ 与 $d_{\\text{model}}$ 是什么关系？",
         "confusion4_note": "单头时 $d_k$ 可以自由选择（这里是 3，$d_{\\text{model}} = 4$）。原始 Transformer 中每个头的宽度为",
-        "length": "长度",
+        "length": "（长度）",
     },
 }
 
@@ -111,8 +144,28 @@ def svg_text(s):
     return re.sub(r"_([A-Za-z0-9]+)", r'<tspan class="sub" dy="4">\1</tspan><tspan dy="-4">&#8203;</tspan>', html.escape(s))
 
 
+SVG_STYLE = """
+svg .node rect { fill: #eef3fd; stroke: #3b6fd8; stroke-width: 1.5; } svg .node:hover rect { fill: #dbe6fb; }
+svg .node.optional rect { fill: #fff; stroke-dasharray: 5 3; }
+svg text { font: 15px system-ui, "Noto Sans CJK SC", sans-serif; text-anchor: middle; fill: #111; }
+svg text.formula { font-family: "DejaVu Serif", serif; font-style: italic; }
+svg text.name { font-size: 13px; fill: #444; } svg tspan.sub { font-size: 11px; } svg text.shape { font-size: 13px; fill: #b03a2e; text-anchor: start; }
+"""
+
+
 def flow_diagram(lang, link):
-    """`link(marker)` → the href of that marker's line."""
+    """The diagram as the pages show it: `link(marker)` → the href of that marker's line."""
+    return (f'<figure class="diagram">{diagram_svg(lang, link)}'
+            f'<figcaption>{html.escape(TEXT[lang]["diagram_title"])}</figcaption></figure>')
+
+
+def standalone_svg(lang):
+    """The same diagram as a file of its own (docs/chain.<lang>.svg, shown by any Markdown viewer): its
+    style inside, a white ground, each node linked to attention/attention.cpp next to docs/."""
+    return diagram_svg(lang, lambda marker: "../attention/attention.cpp", standalone=True) + "\n"
+
+
+def diagram_svg(lang, link, standalone=False):
     t = TEXT[lang]["names"]
     nodes = {  # name: (x, y, width, formula, marker)
         "X": (10, 118, 110, "X", "step 1"), "Q": (240, 20, 120, "Q = X·W_Q", "step 2.Q"),
@@ -126,9 +179,13 @@ def flow_diagram(lang, link):
         ((360, 150), (437, 102), "n×d_k  (Kᵀ: d_k×n)", (330, 192)), ((560, 92), (612, 92), "n×n", (566, 84)),
         ((740, 92), (792, 92), "n×n", (746, 84)), ((875, 124), (995, 197), "n×n", (945, 150)),
         ((360, 248), (937, 236), "n×d_v", (600, 262))]
-    parts = [f'<figure class="diagram"><svg viewBox="0 0 1080 300" role="img" aria-label="{html.escape(TEXT[lang]["diagram_title"])}">',
-             '<defs><marker id="head" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
-             '<path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>']
+    title = html.escape(TEXT[lang]["diagram_title"])
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1080 300" role="img" aria-label="{title}">'
+             if standalone else f'<svg viewBox="0 0 1080 300" role="img" aria-label="{title}">']
+    if standalone:
+        parts.append(f'<style>{SVG_STYLE}</style><rect width="1080" height="300" fill="#fff"/>')
+    parts.append('<defs><marker id="head" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+                 '<path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>')
     for (x1, y1), (x2, y2), label, at in arrows:
         parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#555" stroke-width="1.6" marker-end="url(#head)"/>')
         if label:
@@ -140,8 +197,7 @@ def flow_diagram(lang, link):
     parts.append(f'<a href="{link("step 4.mask")}" class="node optional"><rect x="690" y="160" width="170" height="40" rx="8"/>'
                  f'<text x="775" y="185" class="name">{html.escape(t["mask"])}</text></a>'
                  '<line x1="775" y1="160" x2="766" y2="97" stroke="#999" stroke-dasharray="4 3" marker-end="url(#head)"/>')
-    parts.append(f'<text class="shape" x="985" y="288">{svg_text("n×d_v")}</text></svg>'
-                 f'<figcaption>{html.escape(TEXT[lang]["diagram_title"])}</figcaption></figure>')
+    parts.append(f'<text class="shape" x="985" y="288">{svg_text("n×d_v")}</text></svg>')
     return "".join(parts)
 
 
@@ -204,10 +260,14 @@ def variant(d, t):
     step(3, t["titles"][2])
     out.append('<div class="mats">' + figure("$S$", table(d["S"], tok, tok)) + "</div>")
     out.append(f'<p>{t["expanded"]}{t["colon"]}$S_{{12}} = q_1 \\cdot k_2 = {products(d["Q"][0], d["K"][1])} = {d["S"][0][1]:.4f}$</p>')
-    out.append(f'<div class="aside"><h4>{t["confusion1"]}</h4><p>{t["confusion1_note"]}</p><div class="mats">'
+    out.append(f'<div class="aside"><h4>{t["transpose"]}</h4><p>{t["transpose_note"]}</p><div class="mats">'
                + figure("$QK$", table(d["Q_times_K"], None, None)) + figure("$S = QK^\\top$", table(d["S"], tok, tok))
                + f'</div><p>$(QK)_{{12}} = {products(d["Q"][0], col(d["K"], 1))} = {d["Q_times_K"][0][1]:.4f}${t["semicolon"]}'
                f'{t["same_in_S"]}{t["colon"]}$S_{{12}} = {d["S"][0][1]:.4f}$</p></div>')
+    out.append(f'<div class="aside"><h4>{t["confusion1"]}</h4><p>{t["confusion1_note"]}</p><div class="mats">'
+               + figure(t["cosines"], table(d["cosines"], tok, tok)) + figure(t["other_keys"], table(d["S_with_W_K_as_W_Q"], tok, tok))
+               + f'</div><p>{t["row_largest"]}{t["colon"]}{largest_per_row(d["S_with_W_K_as_W_Q"], tok, t)}{t["semicolon"]}'
+               f'{t["with_example_keys"]}{t["colon"]}{largest_per_row(d["S"], tok, t)}</p></div>')
     divisor = {"sqrt": f"\\sqrt{{{d['d_k']}}}", "dk": str(d["d_k"]), "none": "1"}[d["scale"]]
     step(4, f'{t["titles"][3]} $S\' = S / {divisor} = {d["scale_factor"]:.4f}\\cdot S$', t["scale_notes"][d["scale"]])
     out.append('<div class="mats">' + figure("$S'$", table(d["S_scaled"], tok, tok)) + "</div>")
@@ -227,13 +287,14 @@ def variant(d, t):
     out.append(f'<p>{t["row_sums"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in d["weights"]) + "</p>")
     by_col = d["softmax_by_column"]
     out.append(f'<div class="aside"><h4>{t["confusion2"]}</h4><p>{t["confusion2_note"]}</p><div class="mats">'
-               + figure(t["confusion2"].split("·")[1], table(by_col, tok, tok, heat=True)) + "</div>"
+               + figure(t["by_column"], table(by_col, tok, tok, heat=True)) + "</div>"
                f'<p>{t["column_sums"]}{t["colon"]}' + ", ".join(f"{sum(col(by_col, j)):.4f}" for j in range(n))
                + f'{t["semicolon"]}{t["row_sums_short"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in by_col) + "</p></div>")
     step(6, t["titles"][6])
     out.append('<div class="mats">' + figure("$O$", table(d["output"], tok, idx[:d["d_v"]])) + "</div>")
     out.append(f'<p>{t["expanded"]}{t["colon"]}$o_1 = ' + " + ".join(f"{a:.4f}\\, v_{j + 1}" for j, a in enumerate(d["weights"][0]))
                + "$</p>")
+    out.append(f'<div class="aside"><h4>{t["confusion3"]}</h4><p>{t["confusion3_note"]}</p></div>')
     out.append(f'<div class="aside"><h4>{t["exercise5"]}</h4>' + exercise5(d, 0, t))
     if d["causal"]:
         out.append(f"<p>{t['exercise5_causal']}</p>" + exercise5(d, n - 1, t))
@@ -245,13 +306,19 @@ def variant(d, t):
     return "".join(out)
 
 
+def largest_per_row(S, tok, t):
+    """“猫 → 地毯, …”: the token whose key each row's query scores highest."""
+    comma = "，" if t["colon"] == "：" else ", "
+    return comma.join(f"{tok[i]} → {tok[max(range(len(row)), key=lambda j: row[j])]}" for i, row in enumerate(S))
+
+
 def exercise5(d, row, t):
     o, v = d["output"][row], d["V"][row]
     diff = [a - b for a, b in zip(o, v)]
     i = row + 1
     labels = [f"o{i}".translate(SUB), f"v{i}".translate(SUB), f"o{i} − v{i}".translate(SUB)]
     return ('<div class="mats">' + figure("", table([o, v, diff], labels, None)) + "</div>"
-            f"<p>$\\lVert o_{i} - v_{i} \\rVert = {math.sqrt(sum(x * x for x in diff)):.4f}$ ({t['length']})</p>")
+            f"<p>$\\lVert o_{i} - v_{i} \\rVert = {math.sqrt(sum(x * x for x in diff)):.4f}${t['length']}</p>")
 
 
 def worked_example(attn, lang):
@@ -281,3 +348,13 @@ def worked_example(attn, lang):
 </script>"""
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{t["intro"]}</p>'
             f'<div class="switch">{radios}</div>{"".join(variants)}{script}</section>')
+
+
+if __name__ == "__main__":
+    # scripts/docs_example.py --svg en > docs/chain.en.svg (and zh): the committed pictures;
+    # tests/test_docs.cpp fails when a committed one differs from what this prints.
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "--svg" and sys.argv[2] in TEXT:
+        sys.stdout.write(standalone_svg(sys.argv[2]))
+    else:
+        sys.exit("usage: scripts/docs_example.py --svg en|zh")

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -120,4 +122,46 @@ TEST_CASE("every step line of the chain carries a formula and its shapes", "[doc
         CHECK(places.front().find("(n×") != std::string::npos);  // and the shapes
     }
     CHECK(steps == 10);  // 1, 2.Q, 2.K, 2.V, 3, 4, 4.mask, 5, 6, and 3–6 fused
+}
+
+TEST_CASE("no note of the annotated pages runs a formula into the next sentence", "[docs]") {
+    // scripts/annotate.py joins a comment's lines into one paragraph: a line that ends in a formula
+    // ("… = d_k$") followed by a line that starts a sentence ("One call …") reads "= d_k One call".
+    // Such a formula must end its sentence with a mark.
+    for (const char* dir : {"attention", "matrix", "simd", "io"}) {
+        for (const auto& entry : fs::directory_iterator(root / dir)) {
+            std::istringstream lines(read(entry.path()));
+            std::string previous;
+            std::size_t number = 0;
+            for (std::string line; std::getline(lines, line); previous = line) {
+                ++number;
+                const auto comment = [](const std::string& l) {
+                    const std::size_t at = l.find_first_not_of(' ');
+                    if (at == std::string::npos || l.compare(at, 2, "//") != 0) return std::string();
+                    const std::size_t text = l.find_first_not_of(' ', at + 2);
+                    return text == std::string::npos ? std::string() : l.substr(text);
+                };
+                const std::string before = comment(previous), now = comment(line);
+                INFO(entry.path().filename().string() << ":" << number << ": " << before << " / " << now);
+                CHECK_FALSE((!before.empty() && before.back() == '$' && !now.empty() && std::isupper(now[0])));
+            }
+        }
+    }
+}
+
+TEST_CASE("the committed flow diagrams are what scripts/docs_example.py draws", "[docs]") {
+    // docs/chain.en.svg and docs/chain.zh.svg are shown by any Markdown viewer (README, docs/); the
+    // pages draw the same picture live. Regenerate: scripts/docs_example.py --svg en > docs/chain.en.svg
+    for (const char* lang : {"en", "zh"}) {
+        INFO("docs/chain." << lang << ".svg");
+        const std::string command = "python3 '" + (root / "scripts/docs_example.py").string() + "' --svg " + lang;
+        std::string drawn;
+        FILE* pipe = popen(command.c_str(), "r");
+        REQUIRE(pipe != nullptr);
+        char buffer[4096];
+        for (std::size_t got; (got = fread(buffer, 1, sizeof buffer, pipe)) > 0;) drawn.append(buffer, got);
+        REQUIRE(pclose(pipe) == 0);
+        CHECK(drawn.size() > 1000);
+        CHECK(drawn == read(root / "docs" / (std::string("chain.") + lang + ".svg")));
+    }
 }
