@@ -440,7 +440,7 @@ int walk_command(std::span<const std::string> args) {
     }
     if (o.json) {
         const auto tokens = example_tokens(o.lang);
-        std::cout << walk_json(worked_example::trace(o.attention), o.attention, tokens);
+        std::cout << walk_json(worked_example::layer(), worked_example::trace(o.attention), o.attention, tokens);
         return 0;
     }
     std::cout << Walk(o, use_color(o.color)).render();

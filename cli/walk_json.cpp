@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
 
 namespace attn::cli {
 
@@ -42,9 +41,8 @@ std::string matrix(const Matrix& m) {
 
 }  // namespace
 
-std::string walk_json(const AttentionTrace& t, const AttentionOptions& options,
+std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t, const AttentionOptions& options,
                       const std::vector<std::string>& tokens) {
-    const SingleHeadAttention layer = worked_example::layer();
     const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
     std::ostringstream out;
     out << "{\n  \"scale\": " << quoted(to_string(options.scale))
@@ -69,7 +67,8 @@ std::string walk_json(const AttentionTrace& t, const AttentionOptions& options,
     for (const auto& [name, m] : steps) out << ",\n  " << quoted(name) << ": " << matrix(*m);
     // Step 3's remark: Q·K (valid only because n = d_k here); confusion 1: the cosines, and S with
     // W_K = W_Q; confusion 2: the softmax by column.
-    out << ",\n  \"Q_times_K\": " << matrix(experiments::scores_without_transpose(t.Q, t.K))
+    const bool square = t.Q.rows() == t.Q.cols() && t.K.rows() == t.Q.cols();
+    out << ",\n  \"Q_times_K\": " << (square ? matrix(experiments::scores_without_transpose(t.Q, t.K)) : "null")
         << ",\n  \"cosines\": " << matrix(experiments::cosines(t.Q, t.K))
         << ",\n  \"S_with_W_K_as_W_Q\": " << matrix(experiments::scores_with_weights(t.X, layer.W_Q(), layer.W_Q()))
         << ",\n  \"softmax_by_column\": " << matrix(experiments::softmax_columns(scaled))

@@ -1,5 +1,7 @@
 // io/csv.cpp — comma-separated text: one matrix row per line.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +26,50 @@ namespace {
 // denormal), as NumPy's float32 conversion does and as the .npy float64 path does.
 enum class Field { number, not_a_number, out_of_range };
 
+// std::from_chars for a double, where the standard library has it (GCC's does). Emscripten 3.1.6's
+// libc++ has only the integer one: there the same grammar (an optional '-', then inf, infinity,
+// nan, nan(…) in any case, or digits with an optional point and exponent) is checked here and the
+// value read by strtod, whose ERANGE stands for from_chars' result_out_of_range.
+std::errc parse_double(std::string_view field, double& d) {
+#if defined(__cpp_lib_to_chars)
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), d);
+    return end == field.data() + field.size() ? ec : std::errc::invalid_argument;
+#else
+    std::string_view rest = field.substr(!field.empty() && field.front() == '-');
+    const auto lower = [](std::string_view s) {
+        std::string out(s);
+        for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return out;
+    };
+    const std::string word = lower(rest);
+    const auto digits = [&](std::size_t& at) {
+        const std::size_t from = at;
+        while (at < rest.size() && rest[at] >= '0' && rest[at] <= '9') ++at;
+        return at - from;
+    };
+    bool valid = word == "inf" || word == "infinity" || word == "nan" ||
+                 (word.rfind("nan(", 0) == 0 && word.back() == ')' &&
+                  word.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_", 4) == word.size() - 1);
+    if (!valid) {
+        std::size_t at = 0;
+        std::size_t count = digits(at);
+        if (at < rest.size() && rest[at] == '.') count += digits(++at);
+        valid = count > 0;
+        if (valid && at < rest.size() && (rest[at] == 'e' || rest[at] == 'E')) {
+            ++at;
+            if (at < rest.size() && (rest[at] == '+' || rest[at] == '-')) ++at;
+            valid = digits(at) > 0;
+        }
+        valid = valid && at == rest.size();
+    }
+    if (!valid) return std::errc::invalid_argument;
+    const std::string text(field);
+    errno = 0;
+    d = std::strtod(text.c_str(), nullptr);
+    return errno == ERANGE ? std::errc::result_out_of_range : std::errc();
+#endif
+}
+
 Field parse_number(std::string_view field, float& value) {
     value = 0.0f;
     while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
@@ -34,8 +80,8 @@ Field parse_number(std::string_view field, float& value) {
         if (!field.empty() && (field.front() == '-' || field.front() == '+')) return Field::not_a_number;
     }
     double d = 0.0;
-    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), d);
-    if (field.empty() || end != field.data() + field.size()) return Field::not_a_number;
+    const std::errc ec = field.empty() ? std::errc::invalid_argument : parse_double(field, d);
+    if (ec == std::errc::invalid_argument) return Field::not_a_number;
     if (ec == std::errc::result_out_of_range) {
         // Beyond double, one way or the other: |x| > 1.8e308 is out of range; |x| < 4.9e-324 is below
         // float32's smallest as well, so it becomes 0 like 1e-50 does (and as in NumPy).

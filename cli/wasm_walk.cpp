@@ -1,0 +1,61 @@
+// cli/wasm_walk.cpp — `attn walk --format json` as one WebAssembly call, for the pages' live worked
+// example (built by cross/wasm32-emscripten.ini; docs/lesson-03.md): the page passes X, W_Q, W_K and
+// W_V as CSV text, the scale and the mask, and gets back the JSON the pages are drawn from, computed
+// by the same chain (attention/, naive backend) as `attn walk`. Bad input gets what it gets from
+// `attn run`: the CSV reader's or the library's message, here as {"error": "…"}.
+#include <emscripten/bind.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attention/attention.hpp"
+#include "cli/walk_json.hpp"
+#include "io/io.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out + "\"";
+}
+
+// "猫\n坐\n地毯" → one label per line.
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+}  // namespace
+
+// scale: "sqrt", "dk" or "none"; tokens: one label per row of X.
+std::string walk(const std::string& x, const std::string& w_q, const std::string& w_k, const std::string& w_v,
+                 const std::string& scale, bool causal, const std::string& tokens) {
+    try {
+        const Matrix X = parse_csv(x, "X");
+        SingleHeadAttention layer(parse_csv(w_q, "W_Q"), parse_csv(w_k, "W_K"), parse_csv(w_v, "W_V"));
+        const AttentionOptions options{.causal = causal,
+                                       .scale = scale == "dk"     ? Scale::dk
+                                                : scale == "none" ? Scale::none
+                                                                  : Scale::sqrt_dk,
+                                       .backend = Backend::naive};
+        std::vector<std::string> labels = lines(tokens);
+        labels.resize(X.rows());
+        return walk_json(layer, trace_forward(layer, X, options), options, labels);
+    } catch (const std::exception& e) {
+        return "{\"error\": " + json_string(e.what()) + "}\n";
+    }
+}
+
+}  // namespace attn::cli
+
+EMSCRIPTEN_BINDINGS(attention_cpp) { emscripten::function("walk", &attn::cli::walk); }

@@ -1,0 +1,84 @@
+// tests/wasm/check_walk.js — the WebAssembly build of the chain (cli/wasm_walk.cpp) against the
+// native program: `node tests/wasm/check_walk.js BUNDLE ATTN`, run by `scripts/dev wasm`.
+//  - the worked example, for every --scale and --causal: walk() returns byte for byte what
+//    `attn walk --format json` prints;
+//  - other inputs (4 tokens, d_k = 2, d_v = 5): its output and α equal `attn run --backend naive` on
+//    the same CSV files, to the printed 4 decimals;
+//  - bad input gets the CSV reader's or the library's message, naming the matrix, line and value;
+//  - the bundle is one file under 400 KB; the time of the first and of later calls is printed.
+// Ends with "N passed, M failed", each check counted once.
+"use strict";
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { execFileSync } = require("child_process");
+
+const [bundle, attn] = process.argv.slice(2);
+let passed = 0, failed = 0;
+function check(ok, what) {
+  if (ok) passed++;
+  else { failed++; console.log("FAILED: " + what); }
+}
+const csv = (m) => m.map((row) => row.join(",")).join("\n");
+
+const X = [[1.0, 0.5, -0.2, 0.8], [0.3, -0.6, 1.2, 0.1], [0.7, 0.9, 0.4, -0.5]];
+const WQ = [[0.5, -0.2, 0.8], [0.9, 0.4, -0.3], [-0.6, 1.0, 0.2], [0.3, 0.1, 0.7]];
+const WK = [[0.7, 0.3, -0.5], [0.2, 0.9, 0.4], [-0.4, 0.6, 1.1], [0.8, -0.2, 0.3]];
+const WV = [[1.0, 0.0, 0.5], [0.0, 1.0, -0.5], [0.5, -0.5, 1.0], [-0.5, 0.5, 0.0]];
+
+const size = fs.statSync(bundle).size;
+console.log(`bundle: ${bundle}, ${(size / 1024).toFixed(0)} KiB`);
+check(size < 400 * 1024, `the bundle is under 400 KB (${size} bytes)`);
+
+const started = process.hrtime.bigint();
+require(path.resolve(bundle))().then((module) => {
+  const ms = (from) => Number(process.hrtime.bigint() - from) / 1e6;
+  console.log(`module ready in ${ms(started).toFixed(1)} ms`);
+
+  // 1. The worked example, six ways.
+  for (const scale of ["sqrt", "dk", "none"]) {
+    for (const causal of [false, true]) {
+      const t = process.hrtime.bigint();
+      const got = module.walk(csv(X), csv(WQ), csv(WK), csv(WV), scale, causal, "猫 cat\n坐 sat\n地毯 mat");
+      const took = ms(t);
+      const want = execFileSync(attn, ["walk", "--format", "json", "--scale", scale].concat(causal ? ["--causal"] : []),
+                                { encoding: "utf8" });
+      console.log(`walk(scale ${scale}, causal ${causal}): ${took.toFixed(2)} ms`);
+      check(got === want, `walk(${scale}, causal ${causal}) equals attn walk --format json`);
+    }
+  }
+
+  // 2. Other shapes, against attn run on the same files.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wasm-walk-"));
+  const random = (rows, cols, seed) => Array.from({ length: rows }, (_, i) =>
+    Array.from({ length: cols }, (_, j) => Math.round(100 * Math.sin(seed + 7 * i + 3 * j)) / 100));
+  const inputs = { x: random(4, 3, 1), wq: random(3, 2, 2), wk: random(3, 2, 3), wv: random(3, 5, 4) };
+  for (const [name, m] of Object.entries(inputs)) fs.writeFileSync(path.join(dir, name + ".csv"), csv(m) + "\n");
+  for (const causal of [false, true]) {
+    const d = JSON.parse(module.walk(csv(inputs.x), csv(inputs.wq), csv(inputs.wk), csv(inputs.wv), "sqrt", causal,
+                                     "a\nb\nc\nd"));
+    const printed = execFileSync(attn, ["run", "--backend", "naive", "--precision", "4"].concat(
+      causal ? ["--causal"] : [], ...["x", "wq", "wk", "wv"].map((k) => ["--" + k, path.join(dir, k + ".csv")])),
+      { encoding: "utf8" });
+    const numbers = printed.split("\n").filter((l) => l.trim().startsWith("[")).map((l) =>
+      l.replace(/[\[\]]/g, "").trim().split(/\s+/).map(Number));
+    const want = numbers.slice(0, 4), alpha = numbers.slice(4);
+    const close = (a, b) => a.length === b.length && a.every((row, i) => row.length === b[i].length &&
+      row.every((v, j) => Math.abs(v - b[i][j]) <= 5e-5));
+    check(d.output && close(d.output, want), `4 tokens, d_k = 2, d_v = 5${causal ? ", causal" : ""}: O equals attn run`);
+    check(d.weights && close(d.weights, alpha), `4 tokens${causal ? ", causal" : ""}: α equals attn run`);
+    check(d.Q_times_K === null, "Q·K is null when n ≠ d_k");
+  }
+  fs.rmSync(dir, { recursive: true });
+
+  // 3. Bad input: the message names the matrix and the place.
+  const error = (x, wq) => JSON.parse(module.walk(x, wq, csv(WK), csv(WV), "sqrt", false, "")).error || "";
+  check(error("1,abc,0,0", csv(WQ)).includes("X: line 1, value 2 is not a number: 'abc'"), "a non-number is named");
+  check(error("1,2,3,1e39", csv(WQ)).includes("X: line 1, value 4 ('1e39') is outside the range of float32"),
+        "a value beyond float32 is named");
+  check(error(csv(X), "1,2,3\n4,5").includes("W_Q: line 2"), "a ragged matrix is named");
+  check(error("1,2,3\n4,5,6", csv(WQ)).includes("X (2×3) needs d_model = 4 columns to meet W_Q (4×3)"),
+        "X of the wrong width for the weights is refused, both shapes named");
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+});
