@@ -31,12 +31,6 @@ struct Options {
     int number = 0;
 };
 
-// Each sentence in both languages, side by side where it is printed. (attn walk keeps its
-// sentences in cli/text.cpp instead, because it prints the same text in many places; here each
-// sentence is printed once. Paragraphs of the English and Chinese therefore repeat each other's
-// shape, by design.)
-const char* tr(Lang lang, const char* en, const char* zh) { return lang == Lang::zh ? zh : en; }
-
 std::string fixed(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -169,7 +163,7 @@ void exercise1(const Options& o, std::ostream& out) {
 
 void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    out << text(l).diagonal << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
+    out << diagonal_question(l) << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
     const AttentionTrace example = worked_example::trace();
     const auto tokens = example_tokens(l);
     out << tr(l, "  In the worked example:\n", "  在示例中：\n");
