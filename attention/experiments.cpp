@@ -105,6 +105,22 @@ Matrix scores_with_weights(const Matrix& X, const Matrix& W_Q, const Matrix& W_K
     return matmul(matmul(X, W_Q), transpose(matmul(X, W_K)));
 }
 
+SoftmaxWrittenOut softmax_written_out(std::span<const float> row) {
+    SoftmaxWrittenOut w;
+    w.max = *std::max_element(row.begin(), row.end());
+    for (float x : row) w.sum += w.exponentials.emplace_back(std::exp(x - w.max));
+    return w;
+}
+
+std::vector<float> row_sums(const Matrix& M) {
+    std::vector<float> sums(M.rows(), 0.0f);
+    for (std::size_t i = 0; i < M.rows(); ++i)
+        for (float x : M.row(i)) sums[i] += x;
+    return sums;
+}
+
+std::vector<float> column_sums(const Matrix& M) { return row_sums(transpose(M)); }
+
 Matrix softmax_columns(const Matrix& S) { return transpose(softmax_rows(transpose(S))); }
 
 std::size_t head_width(std::size_t d_model, std::size_t heads) {

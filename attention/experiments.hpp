@@ -61,6 +61,19 @@ Matrix scores_with_weights(const Matrix& X, const Matrix& W_Q, const Matrix& W_K
 // 1, the rows do not: row i is no longer a distribution over what token i reads.
 Matrix softmax_columns(const Matrix& S);
 
+// Step 5 written out for one row of S': its maximum m, the e^(S'_j − m) and their sum, from which
+// α_j = e^(S'_j − m) / sum (the walk and the pages show them; −∞ entries give e^−∞ = 0).
+struct SoftmaxWrittenOut {
+    float max = 0;
+    std::vector<float> exponentials;
+    float sum = 0;
+};
+SoftmaxWrittenOut softmax_written_out(std::span<const float> row);
+
+// Each row's (or column's) sum: α's rows sum to 1, the column softmax's columns do.
+std::vector<float> row_sums(const Matrix& M);
+std::vector<float> column_sums(const Matrix& M);
+
 // Confusion 4: with h heads of width d_k = d_model / h, the heads together cost what one head of
 // width d_model would. Refuses h = 0 and an h that does not divide d_model.
 std::size_t head_width(std::size_t d_model, std::size_t heads);

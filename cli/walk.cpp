@@ -383,11 +383,10 @@ private:
         out_ << labelled(trace_.weights, true);
         // Under the causal mask row 1 sees only itself, so write out the last row, which sees every token.
         const std::size_t r = o_.attention.causal ? n() - 1 : 0;
-        const auto s = (o_.attention.causal ? trace_.S_masked : trace_.S_scaled).row(r);
-        const float m = *std::max_element(s.begin(), s.end());
-        Matrix e(1, s.size());
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < s.size(); ++j) sum += e(0, j) = std::exp(s[j] - m);
+        const auto w =
+            experiments::softmax_written_out((o_.attention.causal ? trace_.S_masked : trace_.S_scaled).row(r));
+        const float m = w.max, sum = w.sum;
+        const Matrix e = as_row(w.exponentials);
         out_ << "\n  " << expanded_ << colon_ << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
              << "    "
              << tr(l_, "subtract the row maximum m (changes nothing, keeps e^x from overflowing)",
@@ -438,12 +437,9 @@ private:
 
     // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sum of each row (or column) of an n×n matrix, by token.
     std::string sums(const Matrix& m, bool columns) const {
+        const std::vector<float> sums = columns ? experiments::column_sums(m) : experiments::row_sums(m);
         std::string out;
-        for (std::size_t k = 0; k < n(); ++k) {
-            float sum = 0.0f;
-            for (std::size_t t = 0; t < n(); ++t) sum += columns ? m(t, k) : m(k, t);
-            out += "  " + tokens_[k] + " " + num(sum);
-        }
+        for (std::size_t k = 0; k < n(); ++k) out += "  " + tokens_[k] + " " + num(sums[k]);
         return out;
     }
 

@@ -29,6 +29,12 @@ std::string number(float v) {
     return buf;
 }
 
+std::string vector(std::span<const float> v) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + number(v[k]);
+    return out + "]";
+}
+
 std::string matrix(const Matrix& m) {
     std::string out = "[";
     for (std::size_t i = 0; i < m.rows(); ++i) {
@@ -44,6 +50,7 @@ std::string matrix(const Matrix& m) {
 std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t, const AttentionOptions& options,
                       const std::vector<std::string>& tokens) {
     const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
+    const Matrix by_column = experiments::softmax_columns(scaled);
     std::ostringstream out;
     out << "{\n  \"scale\": " << quoted(to_string(options.scale))
         << ",\n  \"scale_factor\": " << number(scale_factor(options.scale, t.Q.cols()))
@@ -71,7 +78,25 @@ std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t,
     out << ",\n  \"Q_times_K\": " << (square ? matrix(experiments::scores_without_transpose(t.Q, t.K)) : "null")
         << ",\n  \"cosines\": " << matrix(experiments::cosines(t.Q, t.K))
         << ",\n  \"S_with_W_K_as_W_Q\": " << matrix(experiments::scores_with_weights(t.X, layer.W_Q(), layer.W_Q()))
-        << ",\n  \"softmax_by_column\": " << matrix(experiments::softmax_columns(scaled))
+        << ",\n  \"softmax_by_column\": " << matrix(by_column)
+        << ",\n  \"weights_row_sums\": " << vector(experiments::row_sums(t.weights))
+        << ",\n  \"by_column_sums\": {\"columns\": " << vector(experiments::column_sums(by_column))
+        << ", \"rows\": " << vector(experiments::row_sums(by_column)) << "}";
+    // Step 5 written out for row 1 (the last row under the mask: row 1 then sees only itself), and
+    // exercise 5 for row 1 (and the last row under the mask), as the walk prints them.
+    const std::size_t r = options.causal ? t.X.rows() - 1 : 0;
+    const auto w = experiments::softmax_written_out(scaled.row(r));
+    out << ",\n  \"softmax_row\": {\"row\": " << r << ", \"max\": " << number(w.max)
+        << ", \"exponentials\": " << vector(w.exponentials) << ", \"sum\": " << number(w.sum) << "}"
+        << ",\n  \"exercise5\": [";
+    const bool last_too = options.causal && t.X.rows() > 1;
+    for (const std::size_t row : last_too ? std::vector<std::size_t>{0, t.X.rows() - 1} : std::vector<std::size_t>{0}) {
+        const auto e = experiments::output_against_value(t, row);
+        out << (row ? ", " : "") << "{\"row\": " << row << ", \"o\": " << vector(e.rows.row(0))
+            << ", \"v\": " << vector(e.rows.row(1)) << ", \"difference\": " << vector(e.rows.row(2))
+            << ", \"length\": " << number(float(e.distance)) << "}";
+    }
+    out << "]"
         << ",\n  \"heads\": {\"d_model\": 512, \"h\": 8, \"d_k\": " << experiments::head_width(512, 8) << "}\n}\n";
     return out.str();
 }

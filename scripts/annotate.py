@@ -122,9 +122,10 @@ def layout(title, nav, body, current, lang="en", heading=True):
 <title>{html.escape(title)} · attention.cpp</title>
 <link rel="stylesheet" href="katex/katex.min.css"><link rel="stylesheet" href="style.css">
 <script defer src="katex/katex.min.js"></script><script defer src="katex/contrib/auto-render.js"></script>
-<script>document.addEventListener("DOMContentLoaded", () => renderMathInElement(document.body, {{
+<script>window.mathOptions = {{  // also for what scripts/worked_example.js draws later
   delimiters: [{{left: "$$", right: "$$", display: true}}, {{left: "$", right: "$", display: false}}],
-  ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code"], throwOnError: false}}));</script>
+  ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code"], throwOnError: false}};
+document.addEventListener("DOMContentLoaded", () => renderMathInElement(document.body, window.mathOptions));</script>
 </head><body><nav><h2>attention.cpp</h2><ul>{links}</ul></nav><main>{f"<h1>{html.escape(title)}</h1>" if heading else ""}
 {body}</main></body></html>
 """
@@ -190,6 +191,13 @@ figure.diagram figcaption { font-size: 13px; color: #555; }
 table.matrix td { text-align: right; font-family: monospace; font-size: 13px; }
 table.matrix th { font-weight: normal; font-size: 13px; background: #f7f7f7; }
 .aside { border-left: 3px solid #d9a400; background: #fffbea; padding: .2rem 1rem; margin: .8rem 0; }
+.editor { border: 1px solid #c7d2e8; background: #f7f9fd; padding: .2rem 1rem .6rem; margin: .6rem 0; }
+.editor .controls { display: flex; gap: .5rem; flex-wrap: wrap; align-items: center; }
+.editor .controls .count { margin-left: .6rem; } .editor button { min-width: 2rem; }
+.editor input { width: 4.6em; font: 13px monospace; text-align: right; border: 1px solid #bbb; padding: 1px 3px; }
+.editor input.token { width: 5.5em; text-align: left; font-family: inherit; }
+.editor input.bad { border-color: #c0392b; background: #fdecea; outline: 2px solid #c0392b; }
+.editor .error { color: #c0392b; min-height: 1.2em; }
 """ + SVG_STYLE
 
 
@@ -208,6 +216,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "build" / "docs"))
     ap.add_argument("--attn", default=str(ROOT / "build" / "attn"), help="the built attn, which prints the example")
+    ap.add_argument("--wasm", default=str(ROOT / "build-wasm" / "attn_walk.js"),
+                    help="the WebAssembly build of the chain (scripts/dev wasm); where it exists, the example is editable")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -218,6 +228,12 @@ def main():
     shutil.copytree(KATEX, out / "katex", dirs_exist_ok=True)
     for extra in [*(ROOT / "docs").glob("*.png"), *(ROOT / "docs").glob("*.json")]:  # what the pages link
         shutil.copy(extra, out / extra.name)
+    shutil.copy(ROOT / "scripts" / "worked_example.js", out / "worked_example.js")
+    live = Path(args.wasm).exists()
+    if live:
+        shutil.copy(args.wasm, out / "attn_walk.js")
+    elif (out / "attn_walk.js").exists():
+        (out / "attn_walk.js").unlink()  # an older build's module must not make these pages live
     formatter = HtmlFormatter(nowrap=False, style="friendly")
     (out / "style.css").write_text(STYLE + formatter.get_style_defs(".code"), encoding="utf-8")
 
@@ -229,10 +245,12 @@ def main():
         (out / page_name(f)).write_text(source_page(f, nav, formatter), encoding="utf-8")
     for md in PAGES:
         lang = "zh" if PAGES[md][2] == "zh-CN" else "en"
-        extras = {"diagram": flow_diagram(lang, link), "worked-example": worked_example(args.attn, lang)} if md.startswith("lesson") else {}
+        extras = {"diagram": flow_diagram(lang, link), "worked-example": worked_example(args.attn, lang, live)} if md.startswith("lesson") else {}
         name, page = markdown_page(md, nav, marker_pages, extras)
         (out / name).write_text(page, encoding="utf-8")
-    print(f"wrote {len(files) + len(PAGES)} pages to {out}/ (open index.html)")
+    print(f"wrote {len(files) + len(PAGES)} pages to {out}/ (open index.html)"
+          + ("; the worked example is editable (attn_walk.js)" if live else "; the worked example is the precomputed one"
+             " (no WebAssembly build: scripts/dev wasm)"))
 
 
 if __name__ == "__main__":

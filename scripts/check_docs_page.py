@@ -14,7 +14,13 @@ scripts/docs_layout_check.js at 1400×1100 and reads the report it leaves in the
   - on the lesson pages: the flow diagram is missing, has not its 8 linked nodes left to right in the
     chain's order, or lacks the shapes on its arrows; the heat map of α is missing, its shading does not
     grow with the weight, the steps are out of order, or the switch to the causal variant does not
-    show a zero upper triangle.
+    show a zero upper triangle;
+  - where the WebAssembly build exists (build-wasm/, scripts/dev wasm), the worked example is not
+    editable, or, edited as a reader would (scripts/docs_live_check.js), shows an S that is not
+    X·W_Q·(X·W_K)ᵀ, an α or O that is not what `attn run` prints for the same matrices, a fourth
+    causal token with a nonzero upper triangle, a non-number not marked and named (or anything else
+    changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317. Without it,
+    the example must be the precomputed one.
 
 Every href and src of every page (SVG links included) must name a file that was generated or
 copied, and every #anchor must exist in it. A screenshot of every page is saved in DIR/screenshots/.
@@ -73,6 +79,62 @@ def broken_links(out):
     return bad
 
 
+def attn_run(attn, inputs):
+    """(output, α) as `attn run --backend naive` prints them for the matrices typed into the page."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [attn, "run", "--backend", "naive", "--precision", "4"]
+        for name, flag in (("X", "--x"), ("W_Q", "--wq"), ("W_K", "--wk"), ("W_V", "--wv")):
+            path = Path(tmp) / f"{name}.csv"
+            path.write_text("\n".join(",".join(row) for row in inputs[name]) + "\n")
+            args += [flag, str(path)]
+        printed = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    rows = [[float(v) for v in line.strip(" []").split()] for line in printed.splitlines() if line.strip().startswith("[")]
+    n = len(inputs["X"])
+    return rows[:n], rows[n:]
+
+
+def close(shown, want, tolerance):
+    return len(shown) == len(want) and all(
+        len(a) == len(b) and all(abs(float(x) - y) <= tolerance for x, y in zip(a, b)) for a, b in zip(shown, want))
+
+
+def live_checks(check, profile, out, name, attn):
+    """The editable worked example, used as a reader would (scripts/docs_live_check.js), against attn run."""
+    import numpy
+    html = (out / name).read_text(encoding="utf-8")
+    probe = out / f"_live_{name}"
+    probe.write_text(html.replace("</body>", '<script src="live_check.js"></script></body>'), encoding="utf-8")
+    dom = chromium(profile, "--dump-dom", probe.as_uri())
+    probe.unlink()
+    found = re.search(r'<pre id="live-report">(.*?)</pre>', dom, re.S)
+    if not found:
+        return check(False, f"{name}: the live example's check did not report")
+    r = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+    if "error" in r:
+        return check(False, f"{name}: live example: {r['error']}")
+    # 4 decimals on both sides, from the same float32 chain: a last-place difference at most
+    tolerance = 1.01e-4
+    e = r["edited"]
+    X, WQ, WK = (numpy.array(e["inputs"][k], dtype=float) for k in ("X", "W_Q", "W_K"))
+    check(close(e["S"], (X @ WQ) @ (X @ WK).T, tolerance), f"{name}: after editing X₁₂ and W_Q,21 the page's S equals X·W_Q·(X·W_K)ᵀ")
+    O, alpha = attn_run(attn, e["inputs"])
+    check(close(e["alpha"], alpha, tolerance) and close(e["O"], O, tolerance), f"{name}: … and its α and O equal attn run's")
+    c = r["causal"]
+    upper = [c["alpha"][i][j] for i in range(len(c["alpha"])) for j in range(i + 1, len(c["alpha"]))]
+    O, alpha = attn_run(attn, c["inputs"])  # attn run has no --causal here: only the shape is compared
+    check(c["causal"] == "1" and len(c["alpha"]) == 4 and all(v == "0.0000" for v in upper),
+          f"{name}: a fourth token under the causal mask: α is 4×4 with a zero upper triangle")
+    b = r["bad"]
+    check(b["marked"] == [["X", 1, 2]] and "X: line 2, value 3 is not a number: 'abc'" in b["message"] and b["unchanged"]
+          and b["cleared"], f"{name}: a non-number is marked and named, and nothing else changes until it is fixed ({b})")
+    check(r["reset"]["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and r["reset"]["tokens"] == 3,
+          f"{name}: reset brings back the lesson's α₁ = {r['reset']['alpha_row_1']}")
+    # (No times here: under --virtual-time-budget the page's clock is Chromium's virtual one. The
+    # module's own times, in node, are printed by tests/wasm/check_walk.js.)
+    print(f"info {name}: {len(r['recompute_ms'])} recomputations by the WebAssembly chain; "
+          f"attn_walk.js {(out / 'attn_walk.js').stat().st_size // 1024} KiB")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "build" / "docs"))
@@ -101,6 +163,11 @@ def main():
     shots = out / "screenshots"
     shots.mkdir(exist_ok=True)
     (out / "layout_check.js").write_text((ROOT / "scripts" / "docs_layout_check.js").read_text(encoding="utf-8"))
+    (out / "live_check.js").write_text((ROOT / "scripts" / "docs_live_check.js").read_text(encoding="utf-8"))
+    live = (out / "attn_walk.js").exists()
+    wasm_built = (ROOT / "build-wasm" / "attn_walk.js").exists()
+    check(live == wasm_built, f"the worked example is {'editable' if live else 'precomputed'}"
+          f" ({'a' if wasm_built else 'no'} WebAssembly build in build-wasm/)")
     with tempfile.TemporaryDirectory() as profile:
         for name, lang, source in pages:
             html = (out / name).read_text(encoding="utf-8")
@@ -127,6 +194,8 @@ def main():
                       and d["width"] >= 600, f"{name}: flow diagram {d}")
                 check(bool(h) and h.get("variants_shown") == 1 and h["cells"] == 9 and h["shade_follows_value"]
                       and h["steps_in_order"] and h["headings"] >= 6 and h["causal_switch_works"], f"{name}: heat map {h}")
+                if live:
+                    live_checks(check, profile, out, name, args.attn)
             shot = shots / (name.removesuffix(".html") + ".png")
             chromium(profile, f"--screenshot={shot}", (out / name).as_uri())
             check(shot.exists() and shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")

@@ -1,17 +1,17 @@
 """The lesson's picture and its worked example, for the lesson pages built by scripts/annotate.py.
 
 flow_diagram(): an SVG of the chain X → Q, K, V → S → S' → α → O with the shape on every arrow; each
-node links to the line of attention/attention.cpp that computes it.
+node links to the line of attention/attention.cpp that computes it (standalone_svg(): the same as a
+file of its own, docs/chain.<lang>.svg).
 
 worked_example(): the example's numbers for every --scale and --causal, read from the built program
-(`attn walk --format json`), so that they cannot drift from the code: each step's matrices as tables
-with the token labels, one entry written out, α as a heat map, and the demos of confusions 1, 2, 4.
-A few lines of script switch between the six variants; without script the lesson's own (÷√d_k, no
-mask) shows. Nothing is fetched: the pages work from file://.
+(`attn walk --format json`), so that they cannot drift from the code, and the page's words for them;
+scripts/worked_example.js lays them out (tables, one entry written out, α as a heat map, the demos of
+the confusions) and, where the WebAssembly build of the chain sits next to the page, makes the
+example editable. Nothing is fetched: the pages work from file://.
 """
 import html
 import json
-import math
 import re
 import subprocess
 
@@ -47,8 +47,9 @@ TEXT = {
         "heat": "darker = more attention",
         "transpose": "Why $K^\\top$ and not $K$?",
         "transpose_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ pairs the features of query $i$ with feature $j$ "
-                          r"of every token: it compares no query with any key. It is shape-valid here only "
-                          r"because $n = d_k = 3$.",
+                          r"of every token: it compares no query with any key.",
+        "transpose_square": "It is shape-valid here only because $n = d_k = {}$.",
+        "transpose_refused": "Here $n = {}$ and $d_k = {}$: $QK$ is not even defined.",
         "confusion1": "Confusion 1 · Why does $QK^\\top$ tell how the tokens relate?",
         "confusion1_note": r"$S_{ij} = q_i \cdot k_j = \lVert q_i\rVert\,\lVert k_j\rVert \cos\theta_{ij}$ grows "
                            r"as query $i$ and key $j$ point the same way. Which directions count as related is no "
@@ -75,9 +76,17 @@ TEXT = {
         "exercise5_causal": "Under the causal mask token 1 sees only itself: $\\alpha_{11} = 1$, so $o_1 = v_1$. "
                             "The last token sees every token:",
         "confusion4": "Confusion 4 · How do $d_k$ and $d_{\\text{model}}$ relate?",
-        "confusion4_note": "One head may choose $d_k$ freely (here 3, with $d_{\\text{model}} = 4$). The original "
+        "confusion4_note": "One head may choose $d_k$ freely (here {}, with $d_{\\text{model}} = {}$). The original "
                            "Transformer has $h$ heads of width",
         "length": " (length)",
+        "noscript": "The tables of this example need JavaScript; <code>attn walk</code> prints the same numbers.",
+        "comma": ", ",
+        "live_intro": "Change any number, a token's name, the number of tokens or $d_k$ and $d_v$: every table "
+                      "below is computed again by the WebAssembly build of the chain — the same C++ as "
+                      "<code>attn walk</code>. A cell that is not a number, or beyond float32, is marked and "
+                      "named, and nothing changes until it is fixed.",
+        "edited_note": "These are your numbers now, not the lesson's; every table below follows from them.",
+        "tokens": "tokens", "token": "token", "reset": "reset to the lesson",
     },
     "zh": {
         "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
@@ -105,7 +114,9 @@ TEXT = {
         "heat": "颜色越深，注意力越多",
         "transpose": "第 3 步为什么用 $K^\\top$ 而不是 $K$？",
         "transpose_note": r"$(QK)_{ij} = \sum_p Q_{ip}K_{pj}$ 把查询 $i$ 的各个特征与每个词的第 $j$ 个特征相乘："
-                          r"它没有拿任何查询去比较任何键。这里能相乘只是因为恰好 $n = d_k = 3$。",
+                          r"它没有拿任何查询去比较任何键。",
+        "transpose_square": "这里能相乘只是因为恰好 $n = d_k = {}$。",
+        "transpose_refused": "这里 $n = {}$、$d_k = {}$：$QK$ 根本无法相乘。",
         "confusion1": "容易混淆的问题 1 · $QK^\\top$ 为什么能表示词与词之间的关系？",
         "confusion1_note": r"$S_{ij} = q_i \cdot k_j = \lVert q_i\rVert\,\lVert k_j\rVert \cos\theta_{ij}$："
                            r"查询 $i$ 与键 $j$ 的方向越一致，分数越高。哪些方向算“相关”，并不是语法上定好的标签："
@@ -129,13 +140,17 @@ TEXT = {
         "exercise5": "练习 5 · 比较 output[0] 与 V[0]",
         "exercise5_causal": "使用因果掩码时，第 1 个词只能看到自己：$\\alpha_{11} = 1$，所以 $o_1 = v_1$。最后一个词能看到所有词：",
         "confusion4": "容易混淆的问题 4 · $d_k$ 与 $d_{\\text{model}}$ 是什么关系？",
-        "confusion4_note": "单头时 $d_k$ 可以自由选择（这里是 3，$d_{\\text{model}} = 4$）。原始 Transformer 中每个头的宽度为",
+        "confusion4_note": "单头时 $d_k$ 可以自由选择（这里是 {}，$d_{\\text{model}} = {}$）。原始 Transformer 中每个头的宽度为",
         "length": "（长度）",
+        "noscript": "这个示例的表格需要 JavaScript；<code>attn walk</code> 会打印同样的数。",
+        "comma": "，",
+        "live_intro": "可以修改任意一个数、词的名字、词的个数，以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
+                      "WebAssembly 版本重新算出——与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 float32 "
+                      "范围的格子会被标出并说明原因，改正之前其余内容保持不变。",
+        "edited_note": "现在这些是你的数，而不是课程里的；下面每张表都由它们算出。",
+        "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
     },
 }
-
-SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
 
 # ---- the picture ------------------------------------------------------------------------------
 
@@ -208,120 +223,10 @@ def walk_json(attn, lang, scale, causal):
     return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
 
 
-def fmt(v):
-    return "−∞" if v == "-inf" else f"{v:.4f}".replace("-", "−")
-
-
-def term(v):
-    s = f"{v:.4f}".rstrip("0").rstrip(".")
-    return f"({s})" if v < 0 else s
-
-
-def table(m, rows=None, cols=None, heat=False):
-    head = "<tr><th></th>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>" if cols else ""
-    body = []
-    for i, row in enumerate(m):
-        cells = []
-        for v in row:
-            style = ""
-            if heat and v != "-inf":  # α = 0 white … α = 1 dark blue; white text once the cell is dark
-                shade = 0.08 + 0.92 * v
-                style = f' style="background: rgba(30, 64, 175, {shade:.3f}); color: {"#fff" if shade > 0.42 else "#111"}"'
-            cells.append(f"<td{style}>{fmt(v)}</td>")
-        label = f"<th>{html.escape(rows[i])}</th>" if rows else ""
-        body.append(f"<tr>{label}{''.join(cells)}</tr>")
-    return f'<table class="matrix{" heatmap" if heat else ""}">{head}{"".join(body)}</table>'
-
-
-def figure(caption, content):
-    return f'<div class="mat"><div class="cap">{caption}</div>{content}</div>'
-
-
-def products(a, b):
-    return " + ".join(f"{term(x)}\\times {term(y)}" for x, y in zip(a, b))
-
-
-def variant(d, t):
-    tok, n = d["tokens"], d["n"]
-    idx = [str(k + 1) for k in range(max(d["d_model"], d["d_k"], d["d_v"]))]
-    col = lambda m, j: [row[j] for row in m]
-    out = []
-
-    def step(number, title, note=""):
-        out.append(f'<h3>{t["step"].format(number)} · {title}</h3>' + (f"<p>{note}</p>" if note else ""))
-
-    step(1, t["titles"][0])
-    out.append('<div class="mats">' + figure("$X$", table(d["X"], tok, idx[:d["d_model"]])) + "</div>")
-    step(2, t["titles"][1], t["weights_note"])
-    out.append('<div class="mats">' + "".join(figure(f"${k}$", table(d[k], None, None)) for k in ("W_Q", "W_K", "W_V"))
-               + "".join(figure(f"${k}$", table(d[k], tok, idx[:len(d[k][0])])) for k in ("Q", "K", "V")) + "</div>")
-    out.append(f'<p>{t["expanded"]}{t["colon"]}$Q_{{11}} = x_1 \\cdot ($ {t["column1"]} $) = {products(d["X"][0], col(d["W_Q"], 0))}'
-               f' = {d["Q"][0][0]:.4f}$</p>')
-    step(3, t["titles"][2])
-    out.append('<div class="mats">' + figure("$S$", table(d["S"], tok, tok)) + "</div>")
-    out.append(f'<p>{t["expanded"]}{t["colon"]}$S_{{12}} = q_1 \\cdot k_2 = {products(d["Q"][0], d["K"][1])} = {d["S"][0][1]:.4f}$</p>')
-    out.append(f'<div class="aside"><h4>{t["transpose"]}</h4><p>{t["transpose_note"]}</p><div class="mats">'
-               + figure("$QK$", table(d["Q_times_K"], None, None)) + figure("$S = QK^\\top$", table(d["S"], tok, tok))
-               + f'</div><p>$(QK)_{{12}} = {products(d["Q"][0], col(d["K"], 1))} = {d["Q_times_K"][0][1]:.4f}${t["semicolon"]}'
-               f'{t["same_in_S"]}{t["colon"]}$S_{{12}} = {d["S"][0][1]:.4f}$</p></div>')
-    out.append(f'<div class="aside"><h4>{t["confusion1"]}</h4><p>{t["confusion1_note"]}</p><div class="mats">'
-               + figure(t["cosines"], table(d["cosines"], tok, tok)) + figure(t["other_keys"], table(d["S_with_W_K_as_W_Q"], tok, tok))
-               + f'</div><p>{t["row_largest"]}{t["colon"]}{largest_per_row(d["S_with_W_K_as_W_Q"], tok, t)}{t["semicolon"]}'
-               f'{t["with_example_keys"]}{t["colon"]}{largest_per_row(d["S"], tok, t)}</p></div>')
-    divisor = {"sqrt": f"\\sqrt{{{d['d_k']}}}", "dk": str(d["d_k"]), "none": "1"}[d["scale"]]
-    step(4, f'{t["titles"][3]} $S\' = S / {divisor} = {d["scale_factor"]:.4f}\\cdot S$', t["scale_notes"][d["scale"]])
-    out.append('<div class="mats">' + figure("$S'$", table(d["S_scaled"], tok, tok)) + "</div>")
-    if d["causal"]:
-        step("4½", t["titles"][4], t["mask_note"])
-        out.append('<div class="mats">' + figure("$S'$", table(d["softmax_input"], tok, tok)) + "</div>")
-    step(5, t["titles"][5], t["heat"])
-    out.append('<div class="mats">' + figure("$\\alpha$", table(d["weights"], tok, tok, heat=True)) + "</div>")
-    r = n - 1 if d["causal"] else 0  # under the mask row 1 sees only itself: write out the last row
-    s = [v for v in d["softmax_input"][r] if v != "-inf"]
-    m = max(s)
-    e = [math.exp(v - m) for v in s]
-    i = r + 1
-    out.append(f'<p>{t["expanded"]}{t["colon"]}{t["row_max"]} $m = {m:.4f}${t["semicolon"]}$e^{{S\'_{{{i}j}} - m}} = '
-               + ", ".join(f"{v:.4f}" for v in e) + f'${t["semicolon"]}{t["sum"]} $= {sum(e):.4f}${t["semicolon"]}'
-               f'$\\alpha_{{{i}}} = ' + ", ".join(f"{v:.4f}" for v in d["weights"][r]) + "$</p>")
-    out.append(f'<p>{t["row_sums"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in d["weights"]) + "</p>")
-    by_col = d["softmax_by_column"]
-    out.append(f'<div class="aside"><h4>{t["confusion2"]}</h4><p>{t["confusion2_note"]}</p><div class="mats">'
-               + figure(t["by_column"], table(by_col, tok, tok, heat=True)) + "</div>"
-               f'<p>{t["column_sums"]}{t["colon"]}' + ", ".join(f"{sum(col(by_col, j)):.4f}" for j in range(n))
-               + f'{t["semicolon"]}{t["row_sums_short"]}{t["colon"]}' + ", ".join(f"{sum(row):.4f}" for row in by_col) + "</p></div>")
-    step(6, t["titles"][6])
-    out.append('<div class="mats">' + figure("$O$", table(d["output"], tok, idx[:d["d_v"]])) + "</div>")
-    out.append(f'<p>{t["expanded"]}{t["colon"]}$o_1 = ' + " + ".join(f"{a:.4f}\\, v_{j + 1}" for j, a in enumerate(d["weights"][0]))
-               + "$</p>")
-    out.append(f'<div class="aside"><h4>{t["confusion3"]}</h4><p>{t["confusion3_note"]}</p></div>')
-    out.append(f'<div class="aside"><h4>{t["exercise5"]}</h4>' + exercise5(d, 0, t))
-    if d["causal"]:
-        out.append(f"<p>{t['exercise5_causal']}</p>" + exercise5(d, n - 1, t))
-    out.append("</div>")
-    heads = d["heads"]
-    out.append(f'<div class="aside"><h4>{t["confusion4"]}</h4><p>{t["confusion4_note"]} '
-               f'$d_k = {heads["d_model"]} / {heads["h"]} = {heads["d_k"]}${t["semicolon"]}'
-               f'$h \\cdot n^2 d_k = n^2 d_{{\\text{{model}}}}$.</p></div>')
-    return "".join(out)
-
-
-def largest_per_row(S, tok, t):
-    """“猫 → 地毯, …”: the token whose key each row's query scores highest."""
-    comma = "，" if t["colon"] == "：" else ", "
-    return comma.join(f"{tok[i]} → {tok[max(range(len(row)), key=lambda j: row[j])]}" for i, row in enumerate(S))
-
-
-def exercise5(d, row, t):
-    o, v = d["output"][row], d["V"][row]
-    diff = [a - b for a, b in zip(o, v)]
-    i = row + 1
-    labels = [f"o{i}".translate(SUB), f"v{i}".translate(SUB), f"o{i} − v{i}".translate(SUB)]
-    return ('<div class="mats">' + figure("", table([o, v, diff], labels, None)) + "</div>"
-            f"<p>$\\lVert o_{i} - v_{i} \\rVert = {math.sqrt(sum(x * x for x in diff)):.4f}${t['length']}</p>")
-
-
-def worked_example(attn, lang):
+def worked_example(attn, lang, live=False):
+    """The section the page shows: the scale and mask switch, the six variants' numbers as JSON, and
+    scripts/worked_example.js, which lays them out (and, with `live`, loads attn_walk.js and makes
+    the example editable). Without script, a line says where the same numbers are."""
     t = TEXT[lang]
     radios = (f'<span>{t["scale"]}{t["colon"]}</span>' + "".join(
         f'<label><input type="radio" name="scale-{lang}" value="{s}"{" checked" if s == "sqrt" else ""}> '
@@ -329,25 +234,13 @@ def worked_example(attn, lang):
         + f'<span>{t["mask"]}{t["colon"]}</span>' + "".join(
         f'<label><input type="radio" name="causal-{lang}" value="{c}"{" checked" if c == 0 else ""}> {label}</label>'
         for c, label in ((0, t["no_mask"]), (1, t["causal"]))))
-    variants = []
-    for scale in SCALES:
-        for causal in (0, 1):
-            d = walk_json(attn, lang, scale, causal)
-            hidden = "" if (scale, causal) == ("sqrt", 0) else " hidden"
-            variants.append(f'<div class="variant" data-scale="{scale}" data-causal="{causal}"{hidden}>{variant(d, t)}</div>')
-    script = """<script>
-(() => {  // show the variant the two radio groups select
-  const box = document.currentScript.parentElement;
-  const show = () => {
-    const [scale, causal] = [...box.querySelectorAll("input:checked")].map(i => i.value);
-    for (const v of box.querySelectorAll(".variant")) v.hidden = v.dataset.scale !== scale || v.dataset.causal !== causal;
-  };
-  box.addEventListener("change", show);
-  show();
-})();
-</script>"""
+    variants = {f"{scale}-{causal}": walk_json(attn, lang, scale, causal) for scale in SCALES for causal in (0, 1)}
+    data = json.dumps({"text": t, "variants": variants}, ensure_ascii=False).replace("</", "<\\/")
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{t["intro"]}</p>'
-            f'<div class="switch">{radios}</div>{"".join(variants)}{script}</section>')
+            f'<div class="switch">{radios}</div><div class="editor" hidden></div><div class="variant"></div>'
+            f'<noscript><p>{t["noscript"]}</p></noscript><script type="application/json" class="worked-data">{data}</script>'
+            + ('<script src="attn_walk.js"></script>' if live else "")
+            + '<script src="worked_example.js"></script></section>')
 
 
 if __name__ == "__main__":

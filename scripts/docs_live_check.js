@@ -1,0 +1,61 @@
+// scripts/docs_live_check.js — loaded into a copy of a lesson page by scripts/check_docs_page.py when
+// the page's worked example is editable (attn_walk.js beside it). It edits the example the way a
+// reader would and leaves what it saw in <pre id="live-report"> as JSON; the Python side compares
+// the numbers with `attn run` and NumPy. Steps:
+//   1. edit one cell of X and one of W_Q: report the matrices typed and the tables S, α, O shown;
+//   2. add a token and switch the causal mask on: report α (its upper triangle must be 0);
+//   3. type a non-number into X: report which cells are marked, the message, and whether α stayed;
+//   4. fix it, reset to the lesson, mask off: report α's first row (0.4838 0.2844 0.2317);
+//   and the milliseconds of the first render (module load + first computation) and of each recompute.
+"use strict";
+(() => {
+  const report = (r) => {
+    const pre = document.createElement("pre");
+    pre.id = "live-report";
+    pre.textContent = JSON.stringify(r);
+    document.body.appendChild(pre);
+  };
+  const section = document.querySelector("section.worked");
+  const shown = (name) => [...section.querySelectorAll(`.variant .mat[data-name="${name}"] table tr`)].slice(1)
+    .map((tr) => [...tr.cells].slice(1).map((td) => td.textContent.replace("−", "-")));
+  const cell = (m, i, j) => section.querySelector(`.editor input[data-m="${m}"][data-i="${i}"][data-j="${j}"]`);
+  const type = (input, value) => {
+    input.value = value;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+  };
+  const click = (selector) => section.querySelector(selector).click();
+  const matrices = () => Object.fromEntries(["X", "W_Q", "W_K", "W_V"].map((m) => {
+    const inputs = [...section.querySelectorAll(`.editor input[data-m="${m}"]`)];
+    const rows = Math.max(...inputs.map((c) => +c.dataset.i)) + 1;
+    return [m, Array.from({ length: rows }, (_, i) => inputs.filter((c) => +c.dataset.i === i).map((c) => c.value))];
+  }));
+
+  // Waits for the module by its event, not by polling: under Chromium's virtual time a polling timer
+  // would use up the time budget before the WebAssembly is compiled.
+  const run = () => {
+    const r = { first_render_ms: window.workedExampleReady };
+    type(cell("X", 0, 1), "0.9");
+    type(cell("W_Q", 1, 0), "-0.4");
+    r.edited = { inputs: matrices(), S: shown("S"), alpha: shown("alpha"), O: shown("O") };
+
+    click('.editor button[data-action="token+"]');
+    click('.switch input[value="1"]');
+    r.causal = { inputs: matrices(), alpha: shown("alpha"), causal: section.querySelector(".variant").dataset.causal };
+
+    const before = shown("alpha");
+    type(cell("X", 1, 2), "abc");
+    const marked = [...section.querySelectorAll(".editor input.bad")].map((c) => [c.dataset.m, +c.dataset.i, +c.dataset.j]);
+    r.bad = { marked, message: section.querySelector(".editor .error").textContent,
+              unchanged: JSON.stringify(shown("alpha")) === JSON.stringify(before) };
+    type(cell("X", 1, 2), "1.2");
+    r.bad.cleared = section.querySelectorAll(".editor input.bad").length === 0 && !section.querySelector(".editor .error").textContent;
+
+    click('.editor button[data-action="reset"]');
+    click('.switch input[value="0"]');
+    r.reset = { alpha_row_1: shown("alpha")[0], tokens: shown("alpha").length };
+    r.recompute_ms = window.workedExampleTimings;
+    report(r);
+  };
+  if (window.workedExampleReady !== undefined) run();
+  else section.addEventListener("worked-example-ready", run);
+})();

@@ -1,0 +1,228 @@
+// scripts/worked_example.js — the worked example on the lesson pages (copied next to them by
+// scripts/annotate.py; the page carries the numbers as JSON, from scripts/docs_example.py).
+//
+// Every number it shows comes from the chain: the six precomputed variants (scale × mask) were
+// printed by `attn walk --format json` when the pages were built; when the WebAssembly build of the
+// chain is next to the page (attn_walk.js, `scripts/dev wasm`), X and the weights become editable,
+// and each edit is computed by it — the same C++ as `attn walk`, not arithmetic written again here.
+// This file only lays the numbers out: tables, the lines written out, the heat map of α.
+"use strict";
+(() => {
+  const section = document.currentScript.closest("section.worked");
+  const data = JSON.parse(section.querySelector("script.worked-data").textContent);
+  const t = data.text;
+  const out = section.querySelector(".variant");
+  const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+  // ---- the layout of one result --------------------------------------------------------------
+  const fmt = (v) => (v === "-inf" ? "−∞" : v.toFixed(4).replace("-", "−"));
+  const fixed = (v) => v.toFixed(4);
+  const term = (v) => {
+    const s = v.toFixed(4).replace(/0+$/, "").replace(/\.$/, "");
+    return v < 0 ? `(${s})` : s;
+  };
+  const products = (a, b) => a.map((x, k) => `${term(x)}\\times ${term(b[k])}`).join(" + ");
+  const column = (m, j) => m.map((row) => row[j]);
+  const fill = (template, ...values) => values.reduce((s, v) => s.replace("{}", v), template);
+
+  function table(m, rows, cols, heat) {
+    const head = cols ? "<tr><th></th>" + cols.map((c) => `<th>${esc(c)}</th>`).join("") + "</tr>" : "";
+    const body = m.map((row, i) => {
+      const cells = row.map((v) => {
+        let style = "";
+        if (heat && v !== "-inf") {  // α = 0 white … α = 1 dark blue; white text once the cell is dark
+          const shade = 0.08 + 0.92 * v;
+          style = ` style="background: rgba(30, 64, 175, ${shade.toFixed(3)}); color: ${shade > 0.42 ? "#fff" : "#111"}"`;
+        }
+        return `<td${style}>${fmt(v)}</td>`;
+      }).join("");
+      return `<tr>${rows ? `<th>${esc(rows[i])}</th>` : ""}${cells}</tr>`;
+    }).join("");
+    return `<table class="matrix${heat ? " heatmap" : ""}">${head}${body}</table>`;
+  }
+  const figure = (caption, content, name) =>
+    `<div class="mat"${name ? ` data-name="${name}"` : ""}><div class="cap">${caption}</div>${content}</div>`;
+  const mats = (...figures) => `<div class="mats">${figures.join("")}</div>`;
+  const aside = (heading, ...parts) => `<div class="aside"><h4>${heading}</h4>${parts.join("")}</div>`;
+  const largestPerRow = (S, tok) =>
+    S.map((row, i) => `${esc(tok[i])} → ${esc(tok[row.indexOf(Math.max(...row))])}`).join(t.comma);
+
+  function exercise5(e) {
+    const i = e.row + 1, sub = (s) => s.replace(/\d/g, (c) => "₀₁₂₃₄₅₆₇₈₉"[c]);
+    return mats(figure("", table([e.o, e.v, e.difference], [sub(`o${i}`), sub(`v${i}`), sub(`o${i} − v${i}`)])))
+      + `<p>$\\lVert o_${i} - v_${i} \\rVert = ${fixed(e.length)}$${t.length}</p>`;
+  }
+
+  function render(d, edited) {
+    const tok = d.tokens, n = d.n;
+    const idx = Array.from({ length: Math.max(d.d_model, d.d_k, d.d_v) }, (_, k) => String(k + 1));
+    const html = [];
+    const step = (number, title, note) =>
+      html.push(`<h3>${t.step.replace("{}", number)} · ${title}</h3>` + (note ? `<p>${note}</p>` : ""));
+    const c = t.colon, sc = t.semicolon;
+
+    step(1, t.titles[0]);
+    html.push(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model)))));
+    step(2, t.titles[1], edited ? t.edited_note : t.weights_note);
+    html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]))),
+                   ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length))))));
+    html.push(`<p>${t.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${t.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
+              + ` = ${fixed(d.Q[0][0])}$</p>`);
+    step(3, t.titles[2]);
+    html.push(mats(figure("$S$", table(d.S, tok, tok), "S")));
+    const j2 = Math.min(1, n - 1), k2 = `${j2 + 1}`;
+    html.push(`<p>${t.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
+    html.push(d.Q_times_K
+      ? aside(t.transpose, `<p>${t.transpose_note} ${fill(t.transpose_square, n)}</p>`,
+              mats(figure("$QK$", table(d.Q_times_K)), figure("$S = QK^\\top$", table(d.S, tok, tok))),
+              `<p>$(QK)_{1${k2}} = ${products(d.Q[0], column(d.K, j2))} = ${fixed(d.Q_times_K[0][j2])}$${sc}`
+              + `${t.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
+      : aside(t.transpose, `<p>${t.transpose_note} ${fill(t.transpose_refused, n, d.d_k)}</p>`));
+    html.push(aside(t.confusion1, `<p>${t.confusion1_note}</p>`,
+                    mats(figure(t.cosines, table(d.cosines, tok, tok)), figure(t.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
+                    `<p>${t.row_largest}${c}${largestPerRow(d.S_with_W_K_as_W_Q, tok)}${sc}`
+                    + `${t.with_example_keys}${c}${largestPerRow(d.S, tok)}</p>`));
+    const divisor = { sqrt: `\\sqrt{${d.d_k}}`, dk: String(d.d_k), none: "1" }[d.scale];
+    step(4, `${t.titles[3]} $S' = S / ${divisor} = ${fixed(d.scale_factor)}\\cdot S$`, t.scale_notes[d.scale]);
+    html.push(mats(figure("$S'$", table(d.S_scaled, tok, tok))));
+    if (d.causal) {
+      step("4½", t.titles[4], t.mask_note);
+      html.push(mats(figure("$S'$", table(d.softmax_input, tok, tok))));
+    }
+    step(5, t.titles[5], t.heat);
+    html.push(mats(figure("$\\alpha$", table(d.weights, tok, tok, true), "alpha")));
+    const w = d.softmax_row, i = w.row + 1;  // under the mask: the last row, which sees every token
+    const seen = w.exponentials.filter((_, j) => d.softmax_input[w.row][j] !== "-inf");
+    html.push(`<p>${t.expanded}${c}${t.row_max} $m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
+              + seen.map(fixed).join(", ") + `$${sc}${t.sum} $= ${fixed(w.sum)}$${sc}`
+              + `$\\alpha_{${i}} = ` + d.weights[w.row].map(fixed).join(", ") + "$</p>");
+    html.push(`<p>${t.row_sums}${c}` + d.weights_row_sums.map(fixed).join(", ") + "</p>");
+    html.push(aside(t.confusion2, `<p>${t.confusion2_note}</p>`,
+                    mats(figure(t.by_column, table(d.softmax_by_column, tok, tok, true))),
+                    `<p>${t.column_sums}${c}` + d.by_column_sums.columns.map(fixed).join(", ")
+                    + `${sc}${t.row_sums_short}${c}` + d.by_column_sums.rows.map(fixed).join(", ") + "</p>"));
+    step(6, t.titles[6]);
+    html.push(mats(figure("$O$", table(d.output, tok, idx.slice(0, d.d_v)), "O")));
+    html.push(`<p>${t.expanded}${c}$o_1 = ` + d.weights[0].map((a, j) => `${fixed(a)}\\, v_${j + 1}`).join(" + ") + "$</p>");
+    html.push(aside(t.confusion3, `<p>${t.confusion3_note}</p>`));
+    html.push(aside(t.exercise5, exercise5(d.exercise5[0]),
+                    d.exercise5.length > 1 ? `<p>${t.exercise5_causal}</p>` + exercise5(d.exercise5[1]) : ""));
+    html.push(aside(t.confusion4, `<p>${fill(t.confusion4_note, d.d_k, d.d_model)} `
+                    + `$d_k = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$${sc}$h \\cdot n^2 d_k = n^2 d_{\\text{model}}$.</p>`));
+    out.innerHTML = html.join("");
+    out.dataset.scale = d.scale;
+    out.dataset.causal = d.causal ? "1" : "0";
+    if (window.renderMathInElement && window.mathOptions) window.renderMathInElement(out, window.mathOptions);
+  }
+
+  const choice = () => {
+    const [scale, causal] = [...section.querySelectorAll(".switch input:checked")].map((i) => i.value);
+    return { scale, causal: causal === "1" };
+  };
+  const precomputed = () => {
+    const { scale, causal } = choice();
+    render(data.variants[`${scale}-${causal ? 1 : 0}`], false);
+  };
+  section.querySelector(".switch").addEventListener("change", () => (live ? live.compute() : precomputed()));
+  precomputed();  // the page is complete before the WebAssembly module is ready (or without it)
+
+  // ---- the editable example (only with the WebAssembly build) ------------------------------------
+  let live = null;
+  if (!window.AttnWalk) return;
+  const short = (v) => String(Number(v.toPrecision(7)));  // 0.200000003 (a float) → "0.2", as typed
+  const lesson = data.variants["sqrt-0"];
+  const fresh = () => ({
+    tokens: lesson.tokens.slice(),
+    X: lesson.X.map((r) => r.map(short)), W_Q: lesson.W_Q.map((r) => r.map(short)),
+    W_K: lesson.W_K.map((r) => r.map(short)), W_V: lesson.W_V.map((r) => r.map(short)),
+  });
+  let state = fresh(), edited = false;
+  const editor = section.querySelector(".editor");
+  const timings = (window.workedExampleTimings = []);  // ms per computation, read by scripts/check_docs_page.py
+
+  function drawEditor() {
+    const input = (name, i, j, v) =>
+      `<input data-m="${name}" data-i="${i}" data-j="${j}" value="${esc(v)}" aria-label="${name} ${i + 1},${j + 1}">`;
+    const grid = (name, m, labels) => `<table class="matrix edit"><tr><th></th>`
+      + m[0].map((_, j) => `<th>${j + 1}</th>`).join("") + "</tr>"
+      + m.map((row, i) => `<tr><th>${labels ? `<input class="token" data-i="${i}" value="${esc(labels[i])}" aria-label="token ${i + 1}">` : i + 1}</th>`
+        + row.map((v, j) => `<td>${input(name, i, j, v)}</td>`).join("") + "</tr>").join("") + "</table>";
+    const button = (action, label, disabled) => `<button type="button" data-action="${action}"${disabled ? " disabled" : ""}>${label}</button>`;
+    const n = state.X.length, dk = state.W_Q[0].length, dv = state.W_V[0].length;
+    editor.innerHTML = `<p>${t.live_intro}</p><div class="controls">`
+      + `<span class="count">${t.tokens}${t.colon}${n}</span>${button("token+", "+", n >= 8)}${button("token-", "−", n <= 1)}`
+      + `<span class="count">$d_k$${t.colon}${dk}</span>${button("dk+", "+", dk >= 8)}${button("dk-", "−", dk <= 1)}`
+      + `<span class="count">$d_v$${t.colon}${dv}</span>${button("dv+", "+", dv >= 8)}${button("dv-", "−", dv <= 1)}`
+      + button("reset", t.reset, false) + `</div><div class="mats">`
+      + figure("$X$", grid("X", state.X, state.tokens)) + figure("$W_Q$", grid("W_Q", state.W_Q))
+      + figure("$W_K$", grid("W_K", state.W_K)) + figure("$W_V$", grid("W_V", state.W_V))
+      + `</div><p class="error" role="alert"></p>`;
+    editor.hidden = false;
+    if (window.renderMathInElement && window.mathOptions) window.renderMathInElement(editor, window.mathOptions);
+  }
+
+  const csv = (m) => m.map((row) => row.map((v) => v.trim()).join(",")).join("\n");
+  function compute() {
+    const { scale, causal } = choice();
+    const started = performance.now();
+    const d = JSON.parse(module.walk(csv(state.X), csv(state.W_Q), csv(state.W_K), csv(state.W_V), scale, causal,
+                                     state.tokens.join("\n")));
+    for (const bad of editor.querySelectorAll("input.bad")) bad.classList.remove("bad");
+    const error = editor.querySelector(".error");
+    if (d.error) {  // mark the cell the message names; the tables keep the last good result
+      const at = /^(X|W_Q|W_K|W_V): line (\d+)(?:, value (\d+))?/.exec(d.error);
+      if (at) {
+        const row = editor.querySelectorAll(`input[data-m="${at[1]}"][data-i="${at[2] - 1}"]`);
+        for (const cell of row) if (!at[3] || cell.dataset.j === String(at[3] - 1)) cell.classList.add("bad");
+      }
+      error.textContent = d.error;
+      return;
+    }
+    error.textContent = "";
+    render(d, edited);
+    timings.push(performance.now() - started);
+  }
+
+  const resize = (m, rows, cols, fillValue) => Array.from({ length: rows }, (_, i) =>
+    Array.from({ length: cols }, (_, j) => (m[i] && m[i][j] !== undefined ? m[i][j] : fillValue)));
+  editor.addEventListener("input", (event) => {
+    const cell = event.target;
+    if (cell.classList.contains("token")) state.tokens[cell.dataset.i] = cell.value;
+    else state[cell.dataset.m][cell.dataset.i][cell.dataset.j] = cell.value;
+    edited = true;
+    compute();
+  });
+  editor.addEventListener("click", (event) => {
+    const action = event.target.dataset && event.target.dataset.action;
+    if (!action) return;
+    const n = state.X.length, dm = state.X[0].length, dk = state.W_Q[0].length, dv = state.W_V[0].length;
+    if (action === "reset") { state = fresh(); edited = false; }
+    else {
+      edited = true;
+      if (action.startsWith("token")) {
+        const rows = n + (action === "token+" ? 1 : -1);
+        state.X = resize(state.X, rows, dm, "0");
+        state.tokens = Array.from({ length: rows }, (_, i) => state.tokens[i] || `${t.token} ${i + 1}`);
+      } else if (action.startsWith("dk")) {
+        const cols = dk + (action === "dk+" ? 1 : -1);
+        state.W_Q = resize(state.W_Q, dm, cols, "0");
+        state.W_K = resize(state.W_K, dm, cols, "0");
+      } else {
+        state.W_V = resize(state.W_V, dm, dv + (action === "dv+" ? 1 : -1), "0");
+      }
+    }
+    drawEditor();
+    compute();
+  });
+
+  let module = null;
+  const loading = performance.now();
+  window.AttnWalk().then((m) => {
+    module = m;
+    live = { compute };
+    drawEditor();
+    compute();
+    window.workedExampleReady = performance.now() - loading;  // load and first computation, for the check
+    section.dispatchEvent(new Event("worked-example-ready"));
+  });
+})();
