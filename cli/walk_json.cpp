@@ -9,17 +9,28 @@
 
 namespace attn::cli {
 
-namespace {
+namespace {}  // namespace
 
-// The tokens are the program's own (猫 cat …): no character needs escaping but these two.
-std::string quoted(const std::string& s) {
+// The tokens may be a reader's own (the pages' editable example): quotes, backslashes and control
+// characters are escaped, everything else (UTF-8 included) is kept as it is.
+std::string json_string(const std::string& s) {
     std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+            out += escaped;
+        } else {
+            out += c;
+        }
     }
     return out + "\"";
 }
+
+namespace {
 
 // %.9g prints every float32 exactly enough to read back the same float.
 std::string number(float v) {
@@ -52,11 +63,11 @@ std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t,
     const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
     const Matrix by_column = experiments::softmax_columns(scaled);
     std::ostringstream out;
-    out << "{\n  \"scale\": " << quoted(to_string(options.scale))
+    out << "{\n  \"scale\": " << json_string(to_string(options.scale))
         << ",\n  \"scale_factor\": " << number(scale_factor(options.scale, t.Q.cols()))
         << ",\n  \"causal\": " << (options.causal ? "true" : "false")
-        << ",\n  \"backend\": " << quoted(to_string(options.backend)) << ",\n  \"tokens\": [";
-    for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << quoted(tokens[i]);
+        << ",\n  \"backend\": " << json_string(to_string(options.backend)) << ",\n  \"tokens\": [";
+    for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << json_string(tokens[i]);
     out << "],\n  \"n\": " << t.X.rows() << ", \"d_model\": " << t.X.cols() << ", \"d_k\": " << t.Q.cols()
         << ", \"d_v\": " << t.V.cols();
     const std::pair<const char*, const Matrix*> steps[] = {{"X", &t.X},
@@ -71,7 +82,7 @@ std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t,
                                                            {"softmax_input", &scaled},
                                                            {"weights", &t.weights},
                                                            {"output", &t.output}};
-    for (const auto& [name, m] : steps) out << ",\n  " << quoted(name) << ": " << matrix(*m);
+    for (const auto& [name, m] : steps) out << ",\n  " << json_string(name) << ": " << matrix(*m);
     // Step 3's remark: Q·K (valid only because n = d_k here); confusion 1: the cosines, and S with
     // W_K = W_Q; confusion 2: the softmax by column.
     const bool square = t.Q.rows() == t.Q.cols() && t.K.rows() == t.Q.cols();

@@ -17,16 +17,6 @@ namespace attn::cli {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (c == '\n') out += "\\n";
-        else out += c;
-    }
-    return out + "\"";
-}
-
 // "猫\n坐\n地毯" → one label per line.
 std::vector<std::string> lines(const std::string& text) {
     std::vector<std::string> out;

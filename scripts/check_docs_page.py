@@ -98,18 +98,24 @@ def close(shown, want, tolerance):
         len(a) == len(b) and all(abs(float(x) - y) <= tolerance for x, y in zip(a, b)) for a, b in zip(shown, want))
 
 
+def probe(profile, out, name, script, report_id):
+    """Loads page `name` with `script` added and returns the JSON it leaves in <pre id=report_id>, or None."""
+    html = (out / name).read_text(encoding="utf-8")
+    copy = out / f"_{report_id}_{name}"
+    copy.write_text(html.replace("</body>", f'<script src="{script}"></script></body>'), encoding="utf-8")
+    dom = chromium(profile, "--dump-dom", copy.as_uri())
+    copy.unlink()
+    found = re.search(rf'<pre id="{report_id}">(.*?)</pre>', dom, re.S)
+    return json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
+                      .replace("&amp;", "&")) if found else None
+
+
 def live_checks(check, profile, out, name, attn):
     """The editable worked example, used as a reader would (scripts/docs_live_check.js), against attn run."""
     import numpy
-    html = (out / name).read_text(encoding="utf-8")
-    probe = out / f"_live_{name}"
-    probe.write_text(html.replace("</body>", '<script src="live_check.js"></script></body>'), encoding="utf-8")
-    dom = chromium(profile, "--dump-dom", probe.as_uri())
-    probe.unlink()
-    found = re.search(r'<pre id="live-report">(.*?)</pre>', dom, re.S)
-    if not found:
+    r = probe(profile, out, name, "live_check.js", "live-report")
+    if r is None:
         return check(False, f"{name}: the live example's check did not report")
-    r = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
     if "error" in r:
         return check(False, f"{name}: live example: {r['error']}")
     # 4 decimals on both sides, from the same float32 chain: a last-place difference at most
@@ -121,7 +127,6 @@ def live_checks(check, profile, out, name, attn):
     check(close(e["alpha"], alpha, tolerance) and close(e["O"], O, tolerance), f"{name}: … and its α and O equal attn run's")
     c = r["causal"]
     upper = [c["alpha"][i][j] for i in range(len(c["alpha"])) for j in range(i + 1, len(c["alpha"]))]
-    O, alpha = attn_run(attn, c["inputs"])  # attn run has no --causal here: only the shape is compared
     check(c["causal"] == "1" and len(c["alpha"]) == 4 and all(v == "0.0000" for v in upper),
           f"{name}: a fourth token under the causal mask: α is 4×4 with a zero upper triangle")
     b = r["bad"]
@@ -170,16 +175,10 @@ def main():
           f" ({'a' if wasm_built else 'no'} WebAssembly build in build-wasm/)")
     with tempfile.TemporaryDirectory() as profile:
         for name, lang, source in pages:
-            html = (out / name).read_text(encoding="utf-8")
-            probe = out / f"_check_{name}"
-            probe.write_text(html.replace("</body>", '<script src="layout_check.js"></script></body>'), encoding="utf-8")
-            dom = chromium(profile, "--dump-dom", probe.as_uri())
-            probe.unlink()
-            found = re.search(r'<pre id="layout-report">(.*?)</pre>', dom, re.S)
-            if not found:
+            r = probe(profile, out, name, "layout_check.js", "layout-report")
+            if r is None:
                 check(False, f"{name}: the layout check did not report")
                 continue
-            r = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
             text = source.read_text(encoding="utf-8")
             has_math = "$" in text or any(formula_in_marker_line(line) for line in text.splitlines())
             check(r["lang"] == lang, f"{name}: lang=\"{r['lang']}\"")

@@ -71,6 +71,12 @@ require(path.resolve(bundle))().then((module) => {
   }
   fs.rmSync(dir, { recursive: true });
 
+  // A reader's own token names: quotes, backslashes and control characters stay valid JSON.
+  const names = ['say "hi"', "back\\slash", "tab\there"];
+  let parsed = null;
+  try { parsed = JSON.parse(module.walk(csv(X), csv(WQ), csv(WK), csv(WV), "sqrt", false, names.join("\n"))); } catch (e) {}
+  check(parsed !== null && JSON.stringify(parsed.tokens) === JSON.stringify(names), "token names with quotes and tabs");
+
   // 3. Bad input: the message names the matrix and the place.
   const error = (x, wq) => JSON.parse(module.walk(x, wq, csv(WK), csv(WV), "sqrt", false, "")).error || "";
   check(error("1,abc,0,0", csv(WQ)).includes("X: line 1, value 2 is not a number: 'abc'"), "a non-number is named");
