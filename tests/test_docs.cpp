@@ -10,6 +10,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -164,4 +167,62 @@ TEST_CASE("the committed flow diagrams are what scripts/docs_example.py draws", 
         CHECK(drawn.size() > 1000);
         CHECK(drawn == read(root / "docs" / (std::string("chain.") + lang + ".svg")));
     }
+}
+
+TEST_CASE("the lesson docs end on the lesson's next question, where the lesson puts it", "[docs]") {
+    // The lesson closes by pointing to the next one: why a dot product measures how tokens relate.
+    for (const auto& [doc, words, exercises_heading] :
+         {std::tuple{"docs/lesson-03.md", "why a dot product", "## The five exercises"},
+          std::tuple{"docs/lesson-03.zh.md", "为什么要用点积", "## 五个练习"}}) {
+        INFO(doc);
+        const std::string text = read(root / doc);
+        const std::size_t question = text.find(words), exercises = text.find(exercises_heading),
+                          example = text.find("<!-- worked-example -->");
+        REQUIRE(exercises != std::string::npos);
+        REQUIRE(question != std::string::npos);
+        CHECK(exercises < question);
+        CHECK(question < example);              // after the exercises, as in the lesson; the pages' example follows
+        CHECK(text.rfind("\n## ") < question);  // in no section of its own: the last words before the example
+    }
+}
+
+TEST_CASE("the Chinese docs say which links lead to English-only pages", "[docs]") {
+    // Every page but the two lesson docs is English only: a link to one from Chinese text says （英文）.
+    const std::string text = read(root / "docs/lesson-03.zh.md");
+    std::size_t links = 0;
+    for (const char* target : {"](reading-order.md)", "](performance.md)", "](../README.md)"}) {
+        for (std::size_t at = text.find(target); at != std::string::npos; at = text.find(target, at + 1)) {
+            const std::size_t open = text.rfind('[', at);
+            const std::string label = text.substr(open + 1, at - open - 1);
+            INFO(label << target);
+            CHECK(label.size() >= std::string("（英文）").size());
+            CHECK(label.ends_with("（英文）"));
+            ++links;
+        }
+    }
+    CHECK(links >= 2);
+}
+
+TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what to do next", "[docs]") {
+    const std::string text = read(root / "README.md");
+    const std::vector<std::string> order = {"Attention 03",
+                                            "## Quick start",
+                                            "./scripts/dev demo",
+                                            "./scripts/dev test",
+                                            "The walk\nbegins like this",
+                                            "## Next: the pages, the exercises, the reading order",
+                                            "## Your own matrices",
+                                            "## Backends",
+                                            "## Benchmarks",
+                                            "## Robustness",
+                                            "## Building elsewhere"};
+    std::size_t at = 0;
+    for (const std::string& part : order) {
+        INFO(part);
+        const std::size_t found = text.find(part, at);
+        REQUIRE(found != std::string::npos);
+        at = found;
+    }
+    CHECK_THAT(text, Catch::Contains("apt-get") && Catch::Contains("sudo") && Catch::Contains("-Werror") &&
+                         Catch::Contains("--largest"));
 }
