@@ -98,14 +98,19 @@ def close(shown, want, tolerance):
         len(a) == len(b) and all(abs(float(x) - y) <= tolerance for x, y in zip(a, b)) for a, b in zip(shown, want))
 
 
-def probe(profile, out, name, script, report_id):
-    """Loads page `name` with `script` added and returns the JSON it leaves in <pre id=report_id>, or None."""
+def probe(profile, out, name, script, report_id, attempts=3):
+    """Loads page `name` with `script` added and returns the JSON it leaves in <pre id=report_id>, or None.
+    Chromium's virtual clock can run out before a busy machine has compiled the page's WebAssembly,
+    and the DOM is then dumped without a report: such a load is tried again, up to `attempts` times."""
     html = (out / name).read_text(encoding="utf-8")
     copy = out / f"_{report_id}_{name}"
     copy.write_text(html.replace("</body>", f'<script src="{script}"></script></body>'), encoding="utf-8")
-    dom = chromium(profile, "--dump-dom", copy.as_uri())
+    found = None
+    for _ in range(attempts):
+        found = re.search(rf'<pre id="{report_id}">(.*?)</pre>', chromium(profile, "--dump-dom", copy.as_uri()), re.S)
+        if found:
+            break
     copy.unlink()
-    found = re.search(rf'<pre id="{report_id}">(.*?)</pre>', dom, re.S)
     return json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
                       .replace("&amp;", "&")) if found else None
 
