@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "matrix/shape_checks.hpp"
-#include "simd/exp.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -97,15 +96,8 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
 void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t cols, Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t r = 0; r < rows; ++r) s.tile_max[r] = row_max({s.scores.data() + r * p.BC, cols});
-    for (std::size_t r = 0; r < rows; r += W) {  // the buffers are padded to whole batches (Scratch::fit)
-        const Batch max_so_far = Batch::load_aligned(&s.running_max[r]);
-        const Batch new_max = xsimd::max(max_so_far, Batch::load_aligned(&s.tile_max[r]));
-        const Batch correction =  // e^(m − m'): 0 on a row's first visible tile; 1 while a row has seen nothing
-            xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp(max_so_far - new_max));
-        new_max.store_aligned(&s.tile_max[r]);
-        correction.store_aligned(&s.correction[r]);
-    }
-    std::swap(s.running_max, s.tile_max);  // m ← m'
+    rescale_factors(s.running_max.data(), s.tile_max.data(), s.correction.data(), rows);  // padded (Scratch::fit)
+    std::swap(s.running_max, s.tile_max);                                                 // m ← m'
     for (std::size_t r = 0; r < rows; ++r) {
         const std::span<float> tile(s.scores.data() + r * p.BC, cols);
         if (s.running_max[r] == neg_inf) {  // nothing visible yet in this row: the tile contributes nothing

@@ -1,4 +1,5 @@
-// simd/vector_ops.cpp — dot, axpy, max and exp over one vector: the xsimd loop shape
+// simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the online softmax's rescale factors,
+// W rows at once): the xsimd loop shape
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
@@ -82,6 +83,20 @@ float exp_and_sum(std::span<float> x, float shift) {
         std::copy(tail, tail + (x.size() - k), x.begin() + k);
     }
     return xsimd::hadd(sum);
+}
+
+void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
+    // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
+    // (Here rather than in fused.cpp, whose FMA loops are all register tiles: scripts/count_spills.py
+    // checks every one of them for spills, and Clang keeps this loop's exp constants on the stack.)
+    for (std::size_t r = 0; r < rows; r += W) {
+        const Batch m = Batch::load_aligned(max_so_far + r);
+        const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
+        const Batch factor =  // e^(m − m'): 0 on a row's first visible tile; 1 while a row has seen nothing
+            xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp(m - new_max));
+        new_max.store_aligned(tile_max + r);
+        factor.store_aligned(correction + r);
+    }
 }
 
 // The FMA peak of bench/: twelve independent chains (enough to cover the FMA latency on both FMA
