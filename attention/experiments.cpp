@@ -21,13 +21,6 @@ Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
     return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
 }
 
-// ‖v‖, summed in double.
-double length(std::span<const float> v) {
-    double sum = 0.0;
-    for (float x : v) sum += double(x) * x;
-    return std::sqrt(sum);
-}
-
 }  // namespace
 
 std::size_t row_argmax(std::span<const float> row) {
@@ -88,6 +81,12 @@ ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scal
 
 Matrix scores_without_transpose(const Matrix& Q, const Matrix& K) {
     return matmul(Q, K);  // (n×d_k)·(n×d_k): matmul refuses it, naming both shapes, unless n = d_k
+}
+
+double length(std::span<const float> v) {
+    double sum = 0.0;
+    for (float x : v) sum += double(x) * x;
+    return std::sqrt(sum);
 }
 
 Matrix cosines(const Matrix& Q, const Matrix& K) {

@@ -314,8 +314,9 @@ private:
              << labelled(cosines, true);
         const std::size_t j = std::min<std::size_t>(1, n() - 1);
         out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
-             << sub(j + 1) << " = " << num(length(trace_.Q.row(0))) << " × " << num(length(trace_.K.row(j))) << " × "
-             << num(cosines(0, j)) << " = " << num(trace_.S(0, j)) << "\n";
+             << sub(j + 1) << " = " << num(float(experiments::length(trace_.Q.row(0)))) << " × "
+             << num(float(experiments::length(trace_.K.row(j)))) << " × " << num(cosines(0, j)) << " = "
+             << num(trace_.S(0, j)) << "\n";
         const SingleHeadAttention layer = worked_example::layer();
         const Matrix other = experiments::scores_with_weights(trace_.X, layer.W_Q(), layer.W_Q());
         out_ << "\n  "
@@ -325,12 +326,6 @@ private:
              << labelled(other, true) << "  " << tr(l_, "largest score of each row", "每行最大的分数") << colon_
              << largest_per_row(other) << semicolon_ << tr(l_, "with the example's W_K", "示例中的 W_K") << colon_
              << largest_per_row(trace_.S) << "\n";
-    }
-
-    static float length(std::span<const float> v) {
-        float sum = 0.0f;
-        for (float x : v) sum += x * x;
-        return std::sqrt(sum);
     }
 
     // "猫 → 地毯, 坐 → 地毯, …": the token whose key each row's query scores highest.
