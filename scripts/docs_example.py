@@ -239,7 +239,8 @@ def worked_example(attn, lang, live=False):
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{t["intro"]}</p>'
             f'<div class="switch">{radios}</div><div class="editor" hidden></div><div class="variant"></div>'
             f'<noscript><p>{t["noscript"]}</p></noscript><script type="application/json" class="worked-data">{data}</script>'
-            + ('<script src="attn_walk.js"></script>' if live else "")
+            # the mark is where scripts/worked_example.js starts timing the module's first render
+            + ('<script>performance.mark("attn_walk.js")</script><script src="attn_walk.js"></script>' if live else "")
             + '<script src="worked_example.js"></script></section>')
 
 

@@ -6,7 +6,8 @@
 //   2. add a token and switch the causal mask on: report α (its upper triangle must be 0);
 //   3. type a non-number into X: report which cells are marked, the message, and whether α stayed;
 //   4. fix it, reset to the lesson, mask off: report α's first row (0.4838 0.2844 0.2317);
-//   and the milliseconds of the first render (module load + first computation) and of each recompute.
+//   and the milliseconds of the first render (from reading and from compiling the module) and of each
+//   recomputation, which check_docs_page.py takes on the real clock and prints.
 "use strict";
 (() => {
   const report = (r) => {
