@@ -1,5 +1,6 @@
-// cli/run.cpp — `attn run`. Reads the matrices, runs the library (whose errors are told with the
-// files the matrices came from), then prints the results or writes them as .npy files.
+// cli/run.cpp — `attn run`, in the order run_command reads: load the matrix files, charge what the
+// steps will need to the memory budget, compute them with the library (whose errors are told with
+// the files the matrices came from), then print the results or write them as .npy files.
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
@@ -119,21 +120,28 @@ RunOptions parse(std::span<const std::string> args) {
     return o;
 }
 
-// Which file each matrix of the chain came from, so that the library's errors, which name the
-// matrices ("K (4×3) and V (9×3) must have …"), can be told with the files instead.
+// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V),
+// so that the library's errors, which name the matrices ("K (4×3) and V (9×3) must have …"), can
+// be told with the files instead.
 class FileNames {
 public:
-    void add(const std::string& matrix, const std::string& file) {
-        names_.emplace_back(matrix, file);
-        files_ += (files_.empty() ? "" : ", ") + file;
+    using Names = std::vector<std::pair<std::string, std::string>>;  // (matrix, file)
+
+    explicit FileNames(const RunOptions& o)
+        : names_(o.x ? Names{{"X", *o.x}, {"W_Q", *o.wq}, {"W_K", *o.wk}, {"W_V", *o.wv}}
+                     : Names{{"Q", *o.q}, {"K", *o.k}, {"V", *o.v}}) {
+        for (const auto& name : names_) files_ += (files_.empty() ? "" : ", ") + name.second;
     }
-    // Runs `step`. A library error (InputError is already the CLI's own) becomes
-    // "<every file>: <the message, each matrix named by its file>", plus `d_model_hint` when the
-    // error is about d_model (X against the weights: the mismatch PyTorch's layout causes).
+    const Names& in_order() const { return names_; }
+
+    // Runs `step` and returns what it returns. A library error (InputError is already the CLI's
+    // own) becomes "<every file>: <the message, each matrix named by its file>", plus
+    // `d_model_hint` when the error is about d_model (X against the weights: the mismatch
+    // PyTorch's layout causes).
     template <class Step>
-    void about(Step&& step, const std::string& d_model_hint = "") const {
+    auto about(Step&& step, const std::string& d_model_hint = "") const {
         try {
-            step();
+            return step();
         } catch (const InputError&) {
             throw;
         } catch (const std::exception& e) {
@@ -166,7 +174,7 @@ private:
         }
         return message;
     }
-    std::vector<std::pair<std::string, std::string>> names_;
+    Names names_;
     std::string files_;
 };
 
@@ -214,97 +222,59 @@ void write_outputs(const std::string& dir, const std::vector<std::pair<std::stri
     }
 }
 
-// Text of a printed matrix: each value becomes a std::string cell (32 bytes) and its characters in
-// the output (a sign, digits, the point, padding): about 48 + precision bytes.
-std::uint64_t printing_bytes(std::size_t rows, std::size_t cols, int precision) {
-    return checked_product(checked_product(rows, cols, "printing"), 48 + std::uint64_t(precision), "printing");
-}
-
-// The inputs of steps 3–6, read from --q/--k/--v, or computed by steps 1–2 from --x and the weights.
-struct Inputs {
-    Matrix Q, K, V;
-    FileNames files;
-};
-
-// Reads a matrix file, charging what it holds to the budget (the reader refuses to go past it).
-Matrix read_charged(const std::string& path, const RunOptions& o, MemoryBudget& budget) {
-    ReadOptions r = o.read;
-    r.max_bytes = budget.left();
-    Matrix m = read_matrix(path, r);
-    budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
-    return m;
-}
-
-// --x/--wq/--wk/--wv: steps 1–2 by the library, charged to the budget before they run.
-Inputs project_layer(const RunOptions& o, MemoryBudget& budget, Stopwatch& clock) {
-    Inputs in;
-    const Matrix X = read_charged(*o.x, o, budget);
-    Matrix W[3] = {read_charged(*o.wq, o, budget), read_charged(*o.wk, o, budget), read_charged(*o.wv, o, budget)};
-    if (o.torch_weights) {
-        for (Matrix& w : W) {
-            budget.charge(matrix_bytes(w.rows(), w.cols()), "transposing the PyTorch weights");
-            w = transpose(w);
-        }
+// The matrix files, in the chain's order, each charged to the budget as it is read (the reader
+// refuses to go past what is left); PyTorch's weights (d_k × d_model) transposed to the lesson's.
+std::vector<Matrix> load(const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
+    std::vector<Matrix> matrices;
+    for (const auto& [matrix, path] : files.in_order()) {
+        ReadOptions r = o.read;
+        r.max_bytes = budget.left();
+        const Matrix& m = matrices.emplace_back(read_matrix(path, r));
+        budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
     }
-    clock.lap("read");
-    in.files.add("X", *o.x);
-    in.files.add("W_Q", *o.wq);
-    in.files.add("W_K", *o.wk);
-    in.files.add("W_V", *o.wv);
-    const std::string hint = o.torch_weights ? " (after transposing the --torch-weights)"
-                                             : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights";
-    in.files.about(
-        [&] {
-            const SingleHeadAttention layer(std::move(W[0]), std::move(W[1]), std::move(W[2]));
-            budget.charge(
-                projection_bytes(X.rows(), X.cols(), layer.W_Q().cols(), layer.W_V().cols(), o.attention.backend),
-                "steps 1–2 on the " + to_string(o.attention.backend) + " backend (Q, K and V)");
-            auto p = layer.project(X, o.attention.backend);
-            in.Q = std::move(p.Q);
-            in.K = std::move(p.K);
-            in.V = std::move(p.V);
-        },
-        hint);
-    clock.lap("steps 1–2 (projections)");
-    return in;
+    for (std::size_t k = 1; o.torch_weights && k < matrices.size(); ++k) {  // W_Q, W_K, W_V after X
+        budget.charge(matrix_bytes(matrices[k].rows(), matrices[k].cols()), "transposing the PyTorch weights");
+        matrices[k] = transpose(matrices[k]);
+    }
+    return matrices;
 }
 
-// --q/--k/--v: read as they are.
-Inputs read_core(const RunOptions& o, MemoryBudget& budget, Stopwatch& clock) {
-    Inputs in;
-    in.Q = read_charged(*o.q, o, budget);
-    in.K = read_charged(*o.k, o, budget);
-    in.V = read_charged(*o.v, o, budget);
-    clock.lap("read");
-    in.files.add("Q", *o.q);
-    in.files.add("K", *o.k);
-    in.files.add("V", *o.v);
-    return in;
-}
-
-// Steps 3–6 by the library, after their shapes are checked and their buffers (and the printed text)
-// charged to the budget.
-AttentionResult attend(const Inputs& in, const RunOptions& o, MemoryBudget& budget) {
+// What steps 1–6 and the printed text will allocate, charged to the budget before the first step
+// runs, so that a run too large for --max-memory is refused before it computes anything.
+void charge_steps(const std::vector<Matrix>& read, const RunOptions& o, MemoryBudget& budget) {
     const Backend backend = o.attention.backend;
+    const std::string on_backend = " on the " + to_string(backend) + " backend";
     const bool has_alpha = backend != Backend::fused;
-    AttentionResult result;
-    in.files.about([&] {
-        guards::check_attention_shapes(in.Q, in.K, in.V, o.attention);  // before sizes are counted from them
-        const std::size_t n = in.Q.rows(), m = in.K.rows();
-        budget.charge(
-            attention_bytes(n, m, in.Q.cols(), in.V.cols(), backend),
-            "steps 3–6 on the " + to_string(backend) + " backend (" +
-                (has_alpha ? "S/α of " + shape_string(n, m) + ", O and scratch; --backend fused never stores S"
-                           : std::string("O and per-thread scratch")) +
-                ")");
-        if (!o.out) {
-            std::uint64_t text = printing_bytes(n, in.V.cols(), o.precision);
-            if (has_alpha) text = checked_sum(text, printing_bytes(n, m, o.precision), "printing");
-            budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
-        }
-        scaled_dot_product_attention_into(in.Q, in.K, in.V, o.attention, result);
-    });
-    return result;
+    const std::size_t n = read[0].rows();
+    std::size_t m = n, d_k = read[0].cols(), d_v = 0;
+    if (!o.x) {  // Q, K, V as read, once their shapes are known to chain
+        guards::check_attention_shapes(read[0], read[1], read[2], o.attention);
+        m = read[1].rows();
+        d_v = read[2].cols();
+    } else {  // X (n×d_model) and the weights: Q, K, V will be n×d_k, n×d_k and n×d_v
+        d_k = read[1].cols();
+        d_v = read[3].cols();
+        budget.charge(projection_bytes(n, read[0].cols(), d_k, d_v, backend),
+                      "steps 1–2" + on_backend + " (Q, K and V)");
+    }
+    const std::string alpha = has_alpha
+                                  ? "S/α of " + shape_string(n, m) + ", O and scratch; --backend fused never stores S"
+                                  : std::string("O and per-thread scratch");
+    budget.charge(attention_bytes(n, m, d_k, d_v, backend), "steps 3–6" + on_backend + " (" + alpha + ")");
+    if (o.out) return;
+    std::uint64_t text = formatted_bytes(n, d_v, o.precision);
+    if (has_alpha) text = checked_sum(text, formatted_bytes(n, m, o.precision), "printing");
+    budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
+}
+
+// Steps 1–6 by the library: from --x and the weights, steps 1–2 and then 3–6; from --q, --k and
+// --v, steps 3–6.
+AttentionResult compute(std::vector<Matrix> read, const RunOptions& o, Stopwatch& clock) {
+    if (!o.x) return scaled_dot_product_attention(read[0], read[1], read[2], o.attention);
+    const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]));
+    const auto [Q, K, V] = layer.project(read[0], o.attention.backend);
+    clock.lap("steps 1–2 (projections)");
+    return scaled_dot_product_attention(Q, K, V, o.attention);
 }
 
 // DIR/output.npy and DIR/attn.npy, all or nothing. The fused backend forms no α: an attn.npy left
@@ -339,12 +309,20 @@ int run_command(std::span<const std::string> args) {
         return 0;
     }
     if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
+    const FileNames files(o);
     Stopwatch clock;
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
-    // they are read, then what the projections and the attention will need.
+    // they are read, then, before any step runs, what the steps and the printing will need.
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
-    const Inputs in = o.x ? project_layer(o, budget, clock) : read_core(o, budget, clock);
-    const AttentionResult result = attend(in, o, budget);
+    std::vector<Matrix> read = load(files, o, budget);
+    clock.lap("read");
+    const AttentionResult result = files.about(
+        [&] {
+            charge_steps(read, o, budget);
+            return compute(std::move(read), o, clock);
+        },
+        o.torch_weights ? " (after transposing the --torch-weights)"
+                        : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights");
     clock.lap("steps 3–6 (attention)");
     const bool has_alpha = o.attention.backend != Backend::fused;
     if (o.out) {

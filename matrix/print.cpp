@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "matrix/size.hpp"
+
 namespace attn {
 
 namespace {
@@ -70,6 +72,10 @@ std::string format_number(float value, int precision) {
     // "-0.0000" reads as a sign that means something; it does not here.
     if (s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
     return s;
+}
+
+std::uint64_t formatted_bytes(std::size_t rows, std::size_t cols, int precision) {
+    return checked_product(checked_product(rows, cols, "printing"), 48 + std::uint64_t(precision), "printing");
 }
 
 std::string format_matrix(const Matrix& m, const PrintOptions& options) {

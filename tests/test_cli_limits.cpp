@@ -74,6 +74,19 @@ TEST_CASE("attn run: --max-memory covers S, scratch and printing, and cannot wra
     check_refused(run_attn(inputs + " --max-memory 20"), "more than the --max-memory limit of 20 bytes");
 }
 
+TEST_CASE("attn run: the whole run is charged before step 1 runs, so a run too large does no work first",
+          "[cli][limits]") {
+    const TempDir dir;
+    // X·W_Q would leave float32 (each entry 4·10⁶⁰), which step 2 refuses as it runs; S would need
+    // 16 GiB. The refusal names S: steps 1–2 never ran.
+    const std::string x = dir.file("x.npy", Matrix(65536, 4, 1e30f)), w = dir.file("w.npy", Matrix(4, 4, 1e30f));
+    const std::string layer = "run --x " + x + " --wq " + w + " --wk " + w + " --wv " + w;
+    check_refused(run_attn(layer), "steps 3–6 on the parallel backend (S/α of 65536×65536");
+    // with room for S, step 2 is reached and refuses, naming it
+    check_refused(run_attn(layer + " --backend fused --out " + dir.at("out")), "step 2");
+    CHECK(!std::filesystem::exists(dir.at("out")));
+}
+
 TEST_CASE("attn run: values beyond float32 in CSV are refused; scores that would overflow name the step",
           "[cli][limits]") {
     const TempDir dir;
