@@ -165,7 +165,11 @@ class DevTools:
             self.call("Browser.close")
         except (OSError, EOFError, TimeoutError, RuntimeError):
             pass
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         os.close(self.to_browser)
         os.close(self.from_browser)
 
@@ -189,8 +193,11 @@ def probe_real_time(profile, out, name, script, report_id, timeout=60):
         session = browser.call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)["sessionId"]
         while found is None and time.monotonic() < deadline:
             time.sleep(0.1)
-            found = browser.call("Runtime.evaluate", session, returnByValue=True, expression=
-                                 f"(document.getElementById('{report_id}') || {{}}).textContent")["result"].get("value")
+            try:
+                found = browser.call("Runtime.evaluate", session, returnByValue=True, expression=
+                                     f"(document.getElementById('{report_id}') || {{}}).textContent")["result"].get("value")
+            except RuntimeError:  # no page to evaluate in yet (it is still being loaded): ask again
+                continue
     finally:
         browser.close()
         copy.unlink()
