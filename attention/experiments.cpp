@@ -83,17 +83,11 @@ Matrix scores_without_transpose(const Matrix& Q, const Matrix& K) {
     return matmul(Q, K);  // (n×d_k)·(n×d_k): matmul refuses it, naming both shapes, unless n = d_k
 }
 
-double length(std::span<const float> v) {
-    double sum = 0.0;
-    for (float x : v) sum += double(x) * x;
-    return std::sqrt(sum);
-}
-
 Matrix cosines(const Matrix& Q, const Matrix& K) {
     Matrix C = matmul(Q, transpose(K));  // S_ij = q_i·k_j, divided below by both lengths
     for (std::size_t i = 0; i < C.rows(); ++i) {
         for (std::size_t j = 0; j < C.cols(); ++j) {
-            const double lengths = length(Q.row(i)) * length(K.row(j));
+            const double lengths = norm(Q.row(i)) * norm(K.row(j));
             C(i, j) = lengths > 0.0 ? static_cast<float>(C(i, j) / lengths) : 0.0f;
         }
     }

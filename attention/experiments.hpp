@@ -49,9 +49,6 @@ ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scal
 // Σ_p Q_ip·K_pj — query i's features against feature j of every token, which compares nothing.
 Matrix scores_without_transpose(const Matrix& Q, const Matrix& K);
 
-// ‖v‖, summed in double: the lengths confusion 1 writes out.
-double length(std::span<const float> v);
-
 // Confusion 1: S_ij = ‖q_i‖·‖k_j‖·cos θ_ij. The cosines: how far query i and key j point the same
 // way (0 where either vector is zero).
 Matrix cosines(const Matrix& Q, const Matrix& K);

@@ -21,6 +21,7 @@
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "cli/walk_json.hpp"
+#include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
@@ -314,9 +315,8 @@ private:
              << labelled(cosines, true);
         const std::size_t j = std::min<std::size_t>(1, n() - 1);
         out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
-             << sub(j + 1) << " = " << num(float(experiments::length(trace_.Q.row(0)))) << " × "
-             << num(float(experiments::length(trace_.K.row(j)))) << " × " << num(cosines(0, j)) << " = "
-             << num(trace_.S(0, j)) << "\n";
+             << sub(j + 1) << " = " << num(float(norm(trace_.Q.row(0)))) << " × " << num(float(norm(trace_.K.row(j))))
+             << " × " << num(cosines(0, j)) << " = " << num(trace_.S(0, j)) << "\n";
         const SingleHeadAttention layer = worked_example::layer();
         const Matrix other = experiments::scores_with_weights(trace_.X, layer.W_Q(), layer.W_Q());
         out_ << "\n  "

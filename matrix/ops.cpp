@@ -116,10 +116,12 @@ static double sum_of_squares(std::span<const float> x) {
     return sum;
 }
 
+double norm(std::span<const float> x) { return std::sqrt(sum_of_squares(x)); }
+
 double max_row_norm(const Matrix& A) {
     double result = 0.0;
     if (A.cols() == 0) return result;  // a header may claim 2⁶² empty rows: don't walk them
-    for (std::size_t i = 0; i < A.rows(); ++i) result = larger(result, std::sqrt(sum_of_squares(A.row(i))));
+    for (std::size_t i = 0; i < A.rows(); ++i) result = larger(result, norm(A.row(i)));
     return result;
 }
 
