@@ -9,8 +9,6 @@
 
 namespace attn::cli {
 
-namespace {}  // namespace
-
 // The tokens may be a reader's own (the pages' editable example): quotes, backslashes and control
 // characters are escaped, everything else (UTF-8 included) is kept as it is.
 std::string json_string(const std::string& s) {
