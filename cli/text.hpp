@@ -17,8 +17,9 @@ std::string scale_symbol(Scale scale);
 // --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
 Lang lang_from_environment();
 
-// The program's one way to speak two languages: each sentence is written where it is printed, in
-// both, and tr picks one (cli/walk.cpp, cli/exercise.cpp).
+// The program's one way to speak two languages: each sentence is written in both, and tr picks one.
+// It is written where it is printed (cli/exercise.cpp, the terminal's own words in cli/walk.cpp), or,
+// when the lesson pages show it too, in cli/walk_text.cpp, which the walk and its JSON share.
 inline const char* tr(Lang lang, const char* en, const char* zh) { return lang == Lang::zh ? zh : en; }
 
 // Exercise 2's two questions and what S_ii is, said alike by `attn walk` and `attn exercise 2`.

@@ -57,7 +57,7 @@ std::string matrix(const Matrix& m) {
 }  // namespace
 
 std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t, const AttentionOptions& options,
-                      const std::vector<std::string>& tokens) {
+                      const std::vector<std::string>& tokens, const WalkText* text) {
     const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
     const Matrix by_column = experiments::softmax_columns(scaled);
     std::ostringstream out;
@@ -106,7 +106,15 @@ std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t,
             << ", \"length\": " << number(float(e.distance)) << "}";
     }
     out << "]"
-        << ",\n  \"heads\": {\"d_model\": 512, \"h\": 8, \"d_k\": " << experiments::head_width(512, 8) << "}\n}\n";
+        << ",\n  \"heads\": {\"d_model\": 512, \"h\": 8, \"d_k\": " << experiments::head_width(512, 8) << "}";
+    if (text) {
+        out << ",\n  \"text\": {";
+        for (std::size_t k = 0; k < text->marked().size(); ++k)
+            out << (k ? ",\n    " : "\n    ") << json_string(text->marked()[k].first) << ": "
+                << json_string(text->marked()[k].second);
+        out << "}";
+    }
+    out << "\n}\n";
     return out.str();
 }
 

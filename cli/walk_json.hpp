@@ -6,16 +6,18 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "cli/walk_text.hpp"
 
 namespace attn::cli {
 
 // One JSON object: settings, tokens, the weights of `layer`, every matrix of its trace (row-major
 // arrays of rows; −∞ is the string "-inf", JSON having no infinity), and the demos of step 3's remark
-// (Q·K, null unless n = d_k, the only case where it is defined) and of confusions 1, 2 and 4.
+// (Q·K, null unless n = d_k, the only case where it is defined) and of confusions 1, 2 and 4; with
+// `text`, also "text": every sentence of the walk with its $…$ marks, which the pages typeset.
+std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& trace, const AttentionOptions& options,
+                      const std::vector<std::string>& tokens, const WalkText* text = nullptr);
+
 // A string as JSON: quoted, with quotes, backslashes and control characters escaped.
 std::string json_string(const std::string& s);
-
-std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& trace, const AttentionOptions& options,
-                      const std::vector<std::string>& tokens);
 
 }  // namespace attn::cli

@@ -47,68 +47,76 @@
   const largestPerRow = (S, tok) =>
     S.map((row, i) => `${esc(tok[i])} → ${esc(tok[row.indexOf(Math.max(...row))])}`).join(t.comma);
 
-  function exercise5(e) {
-    const i = e.row + 1, sub = (s) => s.replace(/\d/g, (c) => "₀₁₂₃₄₅₆₇₈₉"[c]);
+  function exercise5(e, s) {
+    const i = e.row + 1, sub = (v) => v.replace(/\d/g, (c) => "₀₁₂₃₄₅₆₇₈₉"[c]);
     return mats(figure("", table([e.o, e.v, e.difference], [sub(`o${i}`), sub(`v${i}`), sub(`o${i} − v${i}`)])))
-      + `<p>$\\lVert o_${i} - v_${i} \\rVert = ${fixed(e.length)}$${t.length}</p>`;
+      + `<p>$\\lVert o_${i} - v_${i} \\rVert = ${fixed(e.length)}$${s.length}</p>`;
   }
 
   function render(d, edited) {
     const tok = d.tokens, n = d.n;
+    // The program's sentences (cli/walk_text.cpp), typeset when the page was built; an edit changes
+    // the numbers, never the words, so the precomputed variant of the same scale and mask has them.
+    const s = data.variants[`${d.scale}-${d.causal ? 1 : 0}`].text;
     const idx = Array.from({ length: Math.max(d.d_model, d.d_k, d.d_v) }, (_, k) => String(k + 1));
     const html = [];
-    const step = (number, title, note) =>
-      html.push(`<h3>${t.step.replace("{}", number)} · ${title}</h3>` + (note ? `<p>${note}</p>` : ""));
+    // the walk's notes follow a heading on the terminal, lower-case; on the page they open a paragraph
+    const para = (sentence) => `<p>${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}</p>`;
+    const step = (title, note) => html.push(`<h3>${title}</h3>${para(note)}`);
     const c = t.colon, sc = t.semicolon;
+    const r = d.causal ? n - 1 : 0, ri = r + 1;  // the row written out: the last under the mask, as in the walk
 
-    step(1, t.titles[0]);
+    step(s["title.1"], s["note.1"]);
     html.push(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model)))));
-    step(2, t.titles[1], edited ? t.edited_note : t.weights_note);
+    step(s["title.2"], s["note.2"]);
+    html.push(`<p>${edited ? t.edited_note : s.weights}</p>`);
     html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]))),
                    ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length))))));
-    html.push(`<p>${t.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${t.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
+    html.push(`<p>${s.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${s.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
               + ` = ${fixed(d.Q[0][0])}$</p>`);
-    step(3, t.titles[2]);
+    step(s["title.3"], s["note.3"]);
     html.push(mats(figure("$S$", table(d.S, tok, tok), "S")));
     const j2 = Math.min(1, n - 1), k2 = `${j2 + 1}`;
-    html.push(`<p>${t.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
+    html.push(`<p>${s.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
     html.push(d.Q_times_K
-      ? aside(t.transpose, `<p>${t.transpose_note} ${fill(t.transpose_square, n)}</p>`,
+      ? aside(s.transpose, `<p>${s.transpose_note} ${s.transpose_square}</p>`,
               mats(figure("$QK$", table(d.Q_times_K)), figure("$S = QK^\\top$", table(d.S, tok, tok))),
               `<p>$(QK)_{1${k2}} = ${products(d.Q[0], column(d.K, j2))} = ${fixed(d.Q_times_K[0][j2])}$${sc}`
-              + `${t.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
-      : aside(t.transpose, `<p>${t.transpose_note} ${fill(t.transpose_refused, n, d.d_k)}</p>`));
-    html.push(aside(t.confusion1, `<p>${t.confusion1_note}</p>`,
-                    mats(figure(t.cosines, table(d.cosines, tok, tok)), figure(t.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
-                    `<p>${t.row_largest}${c}${largestPerRow(d.S_with_W_K_as_W_Q, tok)}${sc}`
-                    + `${t.with_example_keys}${c}${largestPerRow(d.S, tok)}</p>`));
+              + `${s.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
+      : aside(s.transpose, `<p>${s.transpose_note} ${fill(s.transpose_refused, n, d.d_k)}</p>`));
+    html.push(aside(s.confusion1, para(s.confusion1_note),
+                    mats(figure(s.cosines, table(d.cosines, tok, tok)), figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
+                    para(`${s.row_largest}${c}${largestPerRow(d.S_with_W_K_as_W_Q, tok)}${sc}`
+                         + `${s.with_example_keys}${c}${largestPerRow(d.S, tok)}`)));
     const divisor = { sqrt: `\\sqrt{${d.d_k}}`, dk: String(d.d_k), none: "1" }[d.scale];
-    step(4, `${t.titles[3]} $S' = S / ${divisor} = ${fixed(d.scale_factor)}\\cdot S$`, t.scale_notes[d.scale]);
+    step(`${s["title.4"]} $S' = S / ${divisor} = ${fixed(d.scale_factor)}\\cdot S$`, s["note.4"]);
     html.push(mats(figure("$S'$", table(d.S_scaled, tok, tok))));
     if (d.causal) {
-      step("4½", t.titles[4], t.mask_note);
+      step(s["title.mask"], s["note.mask"]);
       html.push(mats(figure("$S'$", table(d.softmax_input, tok, tok))));
     }
-    step(5, t.titles[5], t.heat);
-    html.push(mats(figure("$\\alpha$", table(d.weights, tok, tok, true), "alpha")));
+    step(s["title.5"], s["note.5"]);
+    html.push(mats(figure(s.heat, table(d.weights, tok, tok, true), "alpha")));
     const w = d.softmax_row, i = w.row + 1;  // under the mask: the last row, which sees every token
     const seen = w.exponentials.filter((_, j) => d.softmax_input[w.row][j] !== "-inf");
-    html.push(`<p>${t.expanded}${c}${t.row_max} $m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
-              + seen.map(fixed).join(", ") + `$${sc}${t.sum} $= ${fixed(w.sum)}$${sc}`
+    html.push(`<p>${s.expanded}${c}${s.row_max}${c}$m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
+              + seen.map(fixed).join(", ") + `$${sc}${s.sum} $= ${fixed(w.sum)}$${sc}`
               + `$\\alpha_{${i}} = ` + d.weights[w.row].map(fixed).join(", ") + "$</p>");
-    html.push(`<p>${t.row_sums}${c}` + d.weights_row_sums.map(fixed).join(", ") + "</p>");
-    html.push(aside(t.confusion2, `<p>${t.confusion2_note}</p>`,
-                    mats(figure(t.by_column, table(d.softmax_by_column, tok, tok, true))),
-                    `<p>${t.column_sums}${c}` + d.by_column_sums.columns.map(fixed).join(", ")
-                    + `${sc}${t.row_sums_short}${c}` + d.by_column_sums.rows.map(fixed).join(", ") + "</p>"));
-    step(6, t.titles[6]);
+    html.push(`<p>${s.row_sums}${c}` + d.weights_row_sums.map(fixed).join(", ") + "</p>");
+    html.push(aside(s.confusion2, para(s.confusion2_note),
+                    mats(figure(s.by_column, table(d.softmax_by_column, tok, tok, true))),
+                    para(`${s.column_sums}${c}` + d.by_column_sums.columns.map(fixed).join(", ")
+                         + `${sc}${s.row_sums_short}${c}` + d.by_column_sums.rows.map(fixed).join(", "))));
+    step(s["title.6"], s["note.6"]);
     html.push(mats(figure("$O$", table(d.output, tok, idx.slice(0, d.d_v)), "O")));
-    html.push(`<p>${t.expanded}${c}$o_1 = ` + d.weights[0].map((a, j) => `${fixed(a)}\\, v_${j + 1}`).join(" + ") + "$</p>");
-    html.push(aside(t.confusion3, `<p>${t.confusion3_note}</p>`));
-    html.push(aside(t.exercise5, exercise5(d.exercise5[0]),
-                    d.exercise5.length > 1 ? `<p>${t.exercise5_causal}</p>` + exercise5(d.exercise5[1]) : ""));
-    html.push(aside(t.confusion4, `<p>${fill(t.confusion4_note, d.d_k, d.d_model)} `
-                    + `$d_k = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$${sc}$h \\cdot n^2 d_k = n^2 d_{\\text{model}}$.</p>`));
+    const mix = (row) => d.weights[row].map((a, j) => `${fixed(a)}\\, v_${j + 1}`).join(" + ");
+    html.push(`<p>${s.expanded}${c}$o_1 = ${mix(0)}$</p>`);
+    html.push(aside(s.confusion3, para(s.confusion3_note) + `<p>$o_${ri} = ${mix(r)}$</p>`));
+    html.push(aside(s.exercise5, para(s.exercise5_note) + exercise5(d.exercise5[0], s),
+                    d.exercise5.length > 1 ? para(s.exercise5_causal) + exercise5(d.exercise5[1], s) : ""));
+    html.push(aside(s.confusion4, para(fill(s.confusion4_note, d.d_k, d.d_model))
+                    + `<p>$d_k = d_{\\text{model}} / h = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$</p>`
+                    + para(s.heads_cost)));
     out.innerHTML = html.join("");
     out.dataset.scale = d.scale;
     out.dataset.causal = d.causal ? "1" : "0";
