@@ -161,6 +161,7 @@ void softmax_rows_in_place(Matrix& S, Threads threads) { active().softmax_rows_i
 float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
 void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }
 float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum(x, shift); }
+float exp2_and_sum(std::span<float> x, float shift) { return active().exp2_and_sum(x, shift); }
 float row_max(std::span<const float> x) { return active().row_max(x); }
 float fma_chains(std::size_t steps) { return active().fma_chains(steps); }
 void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {

@@ -17,6 +17,12 @@
 // The same update in symbols, for a tile with scores $s'_j$:
 //   $m' = \max(m, \max_j s'_j)$,  $\ell' = \ell\, e^{m - m'} + \sum_j e^{s'_j - m'}$,  $o' = o\, e^{m - m'} + \sum_j e^{s'_j - m'} v_j$
 //
+// In base 2. The kernel keeps its scores multiplied by log₂e: with t = s·log₂e, e^(s − m) = 2^(t − m·log₂e),
+// so every e^ above is a 2^ of scores that carry the factor already. It rides on the multiply by the
+// scale that the score tile does anyway, and spares every exponential its own multiply by log₂e and the
+// steps that keep that multiply exact (simd/exp.hpp): fused core 1.02–1.03× (docs/performance.md). m is
+// kept in the same units; ℓ and o are the same sums as before, so o/ℓ is unchanged.
+//
 // Causal: tiles that lie entirely in the future of the block (first key > last query) are skipped,
 // about half of all tiles; only tiles crossing the diagonal are masked.
 //
@@ -63,7 +69,7 @@ struct Scratch {
 // for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
 struct Problem {
     const Matrix &Q, &K, &V;
-    float scale;
+    float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
     bool causal;
     Matrix& O;
     std::size_t BR, BC;  // query rows per block, keys per tile (the score block's row stride)
@@ -73,7 +79,7 @@ void scale_row(float* x, std::size_t n, float factor) {
     for (std::size_t k = 0; k < n; ++k) x[k] *= factor;
 }
 
-// [fused scores] S_tile = scale·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
+// [fused scores] S_tile = scale·log₂e·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
     for (std::size_t q = 0; q * NR < cols; ++q) {
@@ -81,7 +87,7 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
         for (std::size_t r = 0; r < rows; r += MR)
             run_microkernel(std::min(MR, rows - r), d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
                             s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
-                            p.scale);
+                            p.scale_log2e);
     }
     if (p.causal && j0 + cols > i0 + 1) {  // the tile reaches past the diagonal of some row: mask it
         for (std::size_t r = 0; r < rows; ++r)
@@ -104,7 +110,7 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
             std::fill(tile.begin(), tile.end(), 0.0f);
             continue;
         }
-        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp_and_sum(tile, s.running_max[r]);
+        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp2_and_sum(tile, s.running_max[r]);
         if (s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);  // unmoved max: skip
     }
 }
@@ -161,7 +167,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     // adds exactly 0 to it.
     const std::size_t rows =
         balanced_rows(n, blocking.fused_rows, team ? std::size_t(max_threads()) : 1, causal ? 8 : 1);
-    const Problem p{Q, K, V, scale, causal, O, rows, blocking.fused_keys};
+    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, rows, blocking.fused_keys};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.

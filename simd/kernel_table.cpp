@@ -20,6 +20,7 @@ extern constinit const Kernels kernels{
     .dot = &dot,
     .axpy = &axpy,
     .exp_and_sum = &exp_and_sum,
+    .exp2_and_sum = &exp2_and_sum,
     .row_max = &row_max,
     .fma_chains = &fma_chains,
     .matmul_register_tile_into = &matmul_register_tile_into,

@@ -25,6 +25,7 @@ struct Kernels {
     float (*dot)(const float* a, const float* b, std::size_t n);
     void (*axpy)(float factor, const float* x, float* y, std::size_t n);
     float (*exp_and_sum)(std::span<float> x, float shift);
+    float (*exp2_and_sum)(std::span<float> x, float shift);
     float (*row_max)(std::span<const float> x);
     float (*fma_chains)(std::size_t steps);
     void (*matmul_register_tile_into)(const Matrix& A, const Matrix& B, Matrix& C);
@@ -44,9 +45,11 @@ void softmax_rows_in_place(Matrix& S, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);
 void axpy(float factor, const float* x, float* y, std::size_t n);
 float exp_and_sum(std::span<float> x, float shift);
+float exp2_and_sum(std::span<float> x, float shift);
 float row_max(std::span<const float> x);
 // The online softmax's bookkeeping for `rows` rows (a multiple of W is read and written): the new
-// maxima m' = max(m, tile max) into tile_max, and e^(m − m') into correction (simd/fused.cpp).
+// maxima m' = max(m, tile max) into tile_max, and 2^(m − m') into correction (simd/fused.cpp, whose
+// scores are in log₂ units).
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows);
 float fma_chains(std::size_t steps);
 void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);

@@ -65,6 +65,7 @@ void softmax_rows_in_place(Matrix& S, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k
 void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + factor·x
 float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
+float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernel's)
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
 float fma_chains(std::size_t steps);  // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
 

@@ -30,6 +30,7 @@ void softmax_rows_in_place(Matrix&, Threads) { refuse("softmax_rows"); }
 float dot(const float*, const float*, std::size_t) { refuse("dot"); }
 void axpy(float, const float*, float*, std::size_t) { refuse("axpy"); }
 float exp_and_sum(std::span<float>, float) { refuse("exp_and_sum"); }
+float exp2_and_sum(std::span<float>, float) { refuse("exp2_and_sum"); }
 float row_max(std::span<const float>) { refuse("row_max"); }
 float fma_chains(std::size_t) { refuse("fma_chains"); }
 

@@ -4,8 +4,8 @@
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
 //
-// dot, axpy and row_max end with that scalar tail; exp_and_sum instead pads its tail to a full
-// batch with −∞, so that every element goes through the same vector exp.
+// dot, axpy and row_max end with that scalar tail; exp_and_sum and exp2_and_sum instead pad their
+// tail to a full batch with −∞, so that every element goes through the same vector exponential.
 //
 // dot is not called by the chain: the GEMM (gemm.cpp) computes a whole register tile of dot
 // products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
@@ -58,32 +58,42 @@ float row_max(std::span<const float> x) {
     return result;
 }
 
-float exp_and_sum(std::span<float> x, float shift) {
-    // softmax_exp (simd/exp.hpp) evaluates e^x for W lanes at once with a polynomial, within 1.01 ulp of
-    // exp (tests/test_simd.cpp). The whole vectorised softmax, of which this is most of the work, runs
-    // in 0.32 ns per element against 6.3 ns for the std::exp loop (BM_softmax_rows, n = 1024, AVX-512,
-    // AMD EPYC family 25, 2026-12-01).
+namespace {
+
+// x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax, 2^ for the
+// fused kernel's scores, which carry log₂e (simd/exp.hpp). The exponential takes W lanes at once with a
+// polynomial, within 1.1 ulp (tests/test_simd.cpp). The whole vectorised softmax, of which this is
+// most of the work, runs in 0.32 ns per element against 6.3 ns for the std::exp loop
+// (BM_softmax_rows, n = 1024, AVX-512, AMD EPYC family 25, 2026-12-01).
+template <Batch (*exponential)(Batch)>
+float exponentials_and_sum(std::span<float> x, float shift) {
     const Batch s(shift);
     Batch sum(0.0f);
     std::size_t k = 0;
     for (; k + W <= x.size(); k += W) {
-        const Batch e = softmax_exp(Batch::load_unaligned(x.data() + k) - s);
+        const Batch e = exponential(Batch::load_unaligned(x.data() + k) - s);
         e.store_unaligned(x.data() + k);
         sum += e;
     }
-    // Tail: pad to one full batch with −∞ (e^−∞ = 0 adds nothing to the sum), so the tail goes
-    // through the same exp as the body and every element is computed the same way.
+    // Tail: pad to one full batch with −∞ (e^−∞ = 2^−∞ = 0 adds nothing to the sum), so the tail goes
+    // through the same exponential as the body and every element is computed the same way.
     if (k < x.size()) {
         alignas(64) float tail[W];
         std::fill(std::begin(tail), std::end(tail), neg_inf);
         std::copy(x.begin() + k, x.end(), tail);
-        const Batch e = softmax_exp(Batch::load_aligned(tail) - s);
+        const Batch e = exponential(Batch::load_aligned(tail) - s);
         e.store_aligned(tail);
         sum += e;
         std::copy(tail, tail + (x.size() - k), x.begin() + k);
     }
     return xsimd::hadd(sum);
 }
+
+}  // namespace
+
+float exp_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp>(x, shift); }
+
+float exp2_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp2>(x, shift); }
 
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
     // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
@@ -92,8 +102,9 @@ void rescale_factors(const float* max_so_far, float* tile_max, float* correction
     for (std::size_t r = 0; r < rows; r += W) {
         const Batch m = Batch::load_aligned(max_so_far + r);
         const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        const Batch factor =  // e^(m − m'): 0 on a row's first visible tile; 1 while a row has seen nothing
-            xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp(m - new_max));
+        const Batch
+            factor =  // 2^(m − m') (scores in log₂ units): 0 on a row's first visible tile; 1 while a row has seen nothing
+            xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
         new_max.store_aligned(tile_max + r);
         factor.store_aligned(correction + r);
     }
