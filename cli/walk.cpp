@@ -263,14 +263,11 @@ private:
     }
 
     // Step 3's remark, with Q·K computed by the library beside S: the entry S₁₂ holds is something else in Q·K.
-    // (The lesson's example has n = d_k; the pages' editable one may not, and then says why Q·K is refused.)
+    // (The lesson's example has n = d_k, so Q·K is defined; the pages' editable example, where it may
+    // not be, takes the sentence "transpose_refused" instead.)
     void transpose_remark() {
-        const std::size_t d_k = trace_.Q.cols();
         out_ << "\n  " << say_("transpose") << " " << say_("transpose_note") << tr(l_, " ", "")
-             << (n() == d_k ? say_("transpose_square")
-                            : say_("transpose_refused", {std::to_string(n()), std::to_string(d_k)}))
-             << "\n";
-        if (n() != d_k) return;
+             << say_("transpose_square") << "\n";
         const Matrix QK = experiments::scores_without_transpose(trace_.Q, trace_.K);
         out_ << "  Q·K (" << shape_string(QK) << ", n = d_k = " << n() << ")\n" << plain(QK);
         out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(trace_.Q.row(0), column(trace_.K, 1)) << " = "
