@@ -102,9 +102,8 @@ void rescale_factors(const float* max_so_far, float* tile_max, float* correction
     for (std::size_t r = 0; r < rows; r += W) {
         const Batch m = Batch::load_aligned(max_so_far + r);
         const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        const Batch
-            factor =  // 2^(m − m') (scores in log₂ units): 0 on a row's first visible tile; 1 while a row has seen nothing
-            xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
+        // 2^(m − m'), the scores being in log₂ units: 0 on a row's first visible tile; 1 while a row has seen nothing
+        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
         new_max.store_aligned(tile_max + r);
         factor.store_aligned(correction + r);
     }
