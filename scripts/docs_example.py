@@ -33,7 +33,7 @@ TEXT = {
         "choose": "Choose the scaling and the mask:",
         "scale": "scaling", "mask": "mask", "no_mask": "none", "causal": "causal",
         "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$ (the lesson)", "dk": r"$\div d_k$", "none": "none"},
-        "colon": ": ", "semicolon": "; ", "comma": ", ",
+        "colon": ": ", "semicolon": "; ", "comma": ", ", "space": " ",
         "noscript": "The tables of this example need JavaScript; <code>attn walk</code> prints the same numbers.",
         "live_intro": "Change any number, a token's name, the number of tokens or $d_k$ and $d_v$: every table "
                       "below is computed again by the WebAssembly build of the chain — the same C++ as "
@@ -52,7 +52,7 @@ TEXT = {
         "choose": "选择缩放方式与掩码：",
         "scale": "缩放", "mask": "掩码", "no_mask": "无", "causal": "因果",
         "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$（课程）", "dk": r"$\div d_k$", "none": "不缩放"},
-        "colon": "：", "semicolon": "；", "comma": "，",
+        "colon": "：", "semicolon": "；", "comma": "，", "space": "",
         "noscript": "这个示例的表格需要 JavaScript；<code>attn walk</code> 会打印同样的数。",
         "live_intro": "可以修改任意一个数、词的名字、词的个数，以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
                       "WebAssembly 版本重新算出——与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 float32 "
@@ -149,7 +149,7 @@ def worked_example(attn, lang, live=False):
         for c, label in ((0, t["no_mask"]), (1, t["causal"]))))
     variants = {f"{scale}-{causal}": walk_json(attn, lang, scale, causal) for scale in SCALES for causal in (0, 1)}
     data = json.dumps({"text": t, "variants": variants}, ensure_ascii=False).replace("</", "<\\/")
-    intro = f'{t["intro"]} {variants["sqrt-0"]["text"]["indices"]} {t["choose"]}'
+    intro = t["space"].join((t["intro"], variants["sqrt-0"]["text"]["indices"], t["choose"]))
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{intro}</p>'
             f'<div class="switch">{radios}</div><div class="editor" hidden></div><div class="variant"></div>'
             f'<noscript><p>{t["noscript"]}</p></noscript><script type="application/json" class="worked-data">{data}</script>'

@@ -79,11 +79,11 @@
     const j2 = Math.min(1, n - 1), k2 = `${j2 + 1}`;
     html.push(`<p>${s.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
     html.push(d.Q_times_K
-      ? aside(s.transpose, `<p>${s.transpose_note} ${s.transpose_square}</p>`,
+      ? aside(s.transpose, `<p>${s.transpose_note}${t.space}${s.transpose_square}</p>`,
               mats(figure("$QK$", table(d.Q_times_K)), figure("$S = QK^\\top$", table(d.S, tok, tok))),
               `<p>$(QK)_{1${k2}} = ${products(d.Q[0], column(d.K, j2))} = ${fixed(d.Q_times_K[0][j2])}$${sc}`
               + `${s.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
-      : aside(s.transpose, `<p>${s.transpose_note} ${fill(s.transpose_refused, n, d.d_k)}</p>`));
+      : aside(s.transpose, `<p>${s.transpose_note}${t.space}${fill(s.transpose_refused, n, d.d_k)}</p>`));
     html.push(aside(s.confusion1, para(s.confusion1_note),
                     mats(figure(s.cosines, table(d.cosines, tok, tok)), figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
                     para(`${s.row_largest}${c}${largestPerRow(d.S_with_W_K_as_W_Q, tok)}${sc}`

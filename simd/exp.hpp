@@ -33,9 +33,15 @@
 
 namespace attn::simd::ATTN_ISA {
 
+// 2ⁿ for an integer-valued n in [−127, 127], built in the exponent field: (n + 127) << 23 is its bit
+// pattern (n = −127 gives that of 0; for n outside the range the bits mean nothing).
+inline Batch pow2(Batch n) {
+    using Ints = xsimd::batch<std::int32_t>;
+    return xsimd::bitwise_cast<Batch>((xsimd::to_int(n) + Ints(127)) << 23);
+}
+
 // e^x for x ≤ 0; 0 where e^x is not a normal float (x < ln FLT_MIN) and for x = −∞.
 inline Batch softmax_exp(Batch x) {
-    using Ints = xsimd::batch<std::int32_t>;
     const Batch ln2_hi(0.693359375f), ln2_lo(-2.12194440e-4f);  // ln 2 = ln2_hi + ln2_lo; ln2_hi has 9 bits
     const Batch log2_e(1.44269504f), round_shift(12582912.0f);  // 1.5·2²³: adding it rounds to an integer
     const Batch smallest(-87.3365448f);                         // ln(FLT_MIN): below, e^x is not a normal float
@@ -47,15 +53,13 @@ inline Batch softmax_exp(Batch x) {
     p = xsimd::fma(p, r, Batch(4.16683890e-2f));
     p = xsimd::fma(p, r, Batch(1.66665211e-1f));
     p = xsimd::fma(p, r, Batch(4.99999940e-1f));
-    const Batch e_r = xsimd::fma(p, r * r, r) + Batch(1.0f);                               // e^r = 1 + r + r²·P(r)
-    const Batch two_n = xsimd::bitwise_cast<Batch>((xsimd::to_int(n) + Ints(127)) << 23);  // 2ⁿ
-    return xsimd::select(x < smallest, Batch(0.0f), e_r * two_n);                          // x = −∞ lands here too
+    const Batch e_r = xsimd::fma(p, r * r, r) + Batch(1.0f);         // e^r = 1 + r + r²·P(r)
+    return xsimd::select(x < smallest, Batch(0.0f), e_r * pow2(n));  // x = −∞ lands here too
 }
 
 // 2^t for t ≤ 0. Below −126, where 2^t is not a normal float: the subnormal, or 0 from −126.5 down
 // (and for t = −∞), where n = −127 makes the bit pattern of 2ⁿ that of 0.
 inline Batch softmax_exp2(Batch t) {
-    using Ints = xsimd::batch<std::int32_t>;
     const Batch round_shift(12582912.0f);             // 1.5·2²³: adding it rounds to an integer
     t = xsimd::max(Batch(-127.0f), t);                // (in this order a NaN t stays NaN)
     const Batch n = (t + round_shift) - round_shift;  // n = round(t)
@@ -66,8 +70,8 @@ inline Batch softmax_exp2(Batch t) {
     q = xsimd::fma(q, f, Batch(0.0555036f));
     q = xsimd::fma(q, f, Batch(0.24022648f));
     q = xsimd::fma(q, f, Batch(0.6931472f));
-    const Batch two_f = xsimd::fma(q, f, Batch(1.0f));                                // 2^f = 1 + f·Q(f)
-    return two_f * xsimd::bitwise_cast<Batch>((xsimd::to_int(n) + Ints(127)) << 23);  // · 2ⁿ
+    const Batch two_f = xsimd::fma(q, f, Batch(1.0f));  // 2^f = 1 + f·Q(f)
+    return two_f * pow2(n);
 }
 
 }  // namespace attn::simd::ATTN_ISA
