@@ -154,6 +154,9 @@ const Caches& caches() {
 
 Blocking blocking_for(const Caches& c, const std::size_t NR) {
     constexpr std::size_t F = sizeof(float);
+    // The largest mc and BR, multiples of MR themselves: a cap of 1024 rows clamped a big L2's BR
+    // to a size the fused kernel refuses (L1 32 KiB with L2 2 MiB at NR = 32 gave 1024 = 170·6 + 4).
+    constexpr std::size_t most_mc = 4096 / MR * MR, most_rows = 1024 / MR * MR;
     // L1 → kc: the B micro-panel gets its share of W₁ − 1 ways, in proportion NR : MR.
     const std::size_t l1_ways = std::max<std::size_t>(c.l1d.ways, 2);
     const std::size_t b_ways = std::max<std::size_t>((l1_ways - 1) * NR / (NR + MR), 1);
@@ -164,12 +167,12 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     const std::size_t way2 = sets(l2) * l2.line;
     const std::size_t panel_ways = (kc * NR * F + way2 - 1) / way2;
     const std::size_t a_ways = l2.ways > panel_ways + 1 ? l2.ways - 1 - panel_ways : 1;
-    const std::size_t mc = std::clamp(round_down(a_ways * way2 / (kc * F), MR), MR, std::size_t{4096});
+    const std::size_t mc = std::clamp(round_down(a_ways * way2 / (kc * F), MR), MR, most_mc);
     // L3 → nc: half of this core's share.
     const std::size_t l3_share = c.l3.bytes / std::max<std::size_t>(c.l3.shared_by, 1) / 2;
     const std::size_t nc = std::clamp(round_down(l3_share / (kc * F), NR), 8 * NR, std::size_t{8192});
     // The fused kernel: BC = kc (a panel of V in L1), BR × BC scores in half of L2.
-    const std::size_t rows = std::clamp(round_down(l2.bytes / 2 / (kc * F), MR), MR, std::size_t{1024});
+    const std::size_t rows = std::clamp(round_down(l2.bytes / 2 / (kc * F), MR), MR, most_rows);
     return {kc, mc, nc, rows, kc};
 }
 
