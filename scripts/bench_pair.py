@@ -10,7 +10,8 @@ machines of docs/performance.md the other tenants moved the 2-thread FMA peak be
 GFLOP/s within minutes: two builds measured minutes apart differ by that much whatever their code.
 A pair is measured within a second, so each pair's ratio NEW/BASE sees nearly the same neighbours,
 and the median of the ratios (quartiles beside it) is what the change is worth. Printed per
-benchmark: the median GFLOP/s of each build and the median ratio [first quartile, third quartile].
+benchmark: the median GFLOP/s of each build (runs per second where it counts no flops) and the median
+ratio [first quartile, third quartile].
 OMP_NUM_THREADS=1 in the environment measures one thread (quieter still).
 """
 import argparse
@@ -26,10 +27,15 @@ def names(exe, pattern):
     return [line.strip() for line in listed.splitlines() if line.strip()]
 
 
-def gflops(exe, name, min_time):
+def rate(exe, name, min_time):
+    """GFLOP/s, or for a benchmark that counts no flops (BM_softmax_rows) runs per second."""
     out = subprocess.run([exe, "--benchmark_filter=^" + name + "$", "--benchmark_min_time=" + min_time,
                           "--benchmark_format=json"], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["benchmarks"][0]["GFLOPs"]
+    result = json.loads(out)["benchmarks"][0]
+    if "GFLOPs" in result:
+        return result["GFLOPs"]
+    seconds = result["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[result["time_unit"]]
+    return 1.0 / seconds
 
 
 def main():
@@ -48,7 +54,7 @@ def main():
         for i in range(args.pairs):
             order = [(args.base, base), (args.new, new)]
             for exe, results in order if i % 2 == 0 else reversed(order):
-                results.append(gflops(exe, name, args.min_time))
+                results.append(rate(exe, name, args.min_time))
         ratios = sorted(n / b for b, n in zip(base, new))
         quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         print(f"{name:50s} base {statistics.median(base):7.1f}  new {statistics.median(new):7.1f}  "

@@ -11,18 +11,20 @@
 //   2. e^r = 1 + r + r²·P(r), P of degree 4; 2^f = 1 + f·Q(f), Q of degree 5; each fitted to the
 //      smallest largest relative error on its interval (scripts/fit_exp.py: 3.8·10⁻⁹ and 3·10⁻⁹, far
 //      below a float's 6·10⁻⁸ rounding).
-//   3. 2ⁿ is built in the exponent field directly: (n + 127) << 23 is the bit pattern of 2ⁿ.
+//   3. ×2ⁿ by an integer add to the exponent field: the n of step 1 already sits in the low bits of
+//      v + 1.5·2²³, the sum that rounded it, so n·2²³ is that sum's bit pattern shifted left by 23.
 //
 // The fused kernel uses 2^t: its scores carry the factor log₂e already (multiplied in with the scale,
 // at no cost), which spares each exponential the multiply by log₂e and the Cody–Waite steps: its loop
-// in exp2_and_sum does 16 vector operations a batch where exp_and_sum's does 20 (AVX-512, GCC 12),
-// fused core 1.02–1.03× (docs/performance.md). The materialised softmax exponentiates the scores the
+// in exp2_and_sum does 14 vector operations a batch besides its load and store, where exp_and_sum's
+// does 17 (AVX-512, GCC 12; 16 and 19 when 2ⁿ was built and multiplied); base 2 bought the fused core
+// 1.02–1.03× (docs/performance.md). The materialised softmax exponentiates the scores the
 // library returns, in natural units: e^x.
 //
 // Accuracy, against the double exp and exp2 for every float argument in [−88, 0] and [−127, 0]
 // (tests/test_simd.cpp, "softmax exp"): wherever the result is a normal float, e^x is at most
 // 0.99 ulp off with SSE2 and 1.01 ulp with AVX2 and AVX-512, 2^t at most 1.08 and 0.80 ulp (measured
-// on x86-64; the test fails above 1.25); where it is not, 0 or the subnormal. xsimd::exp costs more
+// on x86-64; the test fails above 1.25); where it is not, a value within FLT_MIN of it (0 at −∞). xsimd::exp costs more
 // because it handles every x (range checks and selects for overflow, large and positive arguments).
 // Measured in docs/performance.md ("Where the time goes" and "The fused kernel in base 2").
 #pragma once
@@ -33,45 +35,54 @@
 
 namespace attn::simd::ATTN_ISA {
 
-// 2ⁿ for an integer-valued n in [−127, 127], built in the exponent field: (n + 127) << 23 is its bit
-// pattern (n = −127 gives that of 0; for n outside the range the bits mean nothing).
-inline Batch pow2(Batch n) {
+// 1.5·2²³: added to a float below 2²² in magnitude, it rounds it to an integer (the float's spacing
+// there is 1), so (v + round_shift) − round_shift = round(v).
+inline constexpr float round_shift = 12582912.0f;
+
+// y·2ⁿ for y in [2^−½, 2^½] (the polynomial's result), with n = round(v) carried by
+// `shifted` = v + 1.5·2²³: the low 9 bits of shifted's pattern are n's (the rest of 1.5·2²³'s pattern
+// leaves with the shift by 23), and n·2²³ added to y's pattern adds n to its exponent field. One
+// shift and one integer add, where building 2ⁿ and multiplying took a conversion, two integer
+// operations and a multiply. For n ≥ −125 the result is y·2ⁿ exactly; below, the exponent field
+// reaches 0 and the result is a value under FLT_MIN (within FLT_MIN of y·2ⁿ), and y = 1 with
+// n = −127 gives the pattern of +0.
+inline Batch times_pow2(Batch y, Batch shifted) {
     using Ints = xsimd::batch<std::int32_t>;
-    return xsimd::bitwise_cast<Batch>((xsimd::to_int(n) + Ints(127)) << 23);
+    return xsimd::bitwise_cast<Batch>(xsimd::bitwise_cast<Ints>(y) + (xsimd::bitwise_cast<Ints>(shifted) << 23));
 }
 
 // e^x for x ≤ 0; 0 where e^x is not a normal float (x < ln FLT_MIN) and for x = −∞.
 inline Batch softmax_exp(Batch x) {
     const Batch ln2_hi(0.693359375f), ln2_lo(-2.12194440e-4f);  // ln 2 = ln2_hi + ln2_lo; ln2_hi has 9 bits
-    const Batch log2_e(1.44269504f), round_shift(12582912.0f);  // 1.5·2²³: adding it rounds to an integer
-    const Batch smallest(-87.3365448f);                         // ln(FLT_MIN): below, e^x is not a normal float
-    const Batch n = (x * log2_e + round_shift) - round_shift;   // n = round(x·log₂e)
-    Batch r = xsimd::fma(n, -ln2_hi, x);                        // r = x − n·ln 2, in two exact-enough parts
+    const Batch log2_e(1.44269504f);
+    const Batch smallest(-87.3365448f);                     // ln(FLT_MIN): below, e^x is not a normal float
+    const Batch shifted = x * log2_e + Batch(round_shift);  // carries n = round(x·log₂e)
+    const Batch n = shifted - Batch(round_shift);
+    Batch r = xsimd::fma(n, -ln2_hi, x);  // r = x − n·ln 2, in two exact-enough parts
     r = xsimd::fma(n, -ln2_lo, r);
     Batch p(1.38146128e-3f);  // P(r) = c2 + c3·r + c4·r² + c5·r³ + c6·r⁴ (scripts/fit_exp.py)
     p = xsimd::fma(p, r, Batch(8.36871006e-3f));
     p = xsimd::fma(p, r, Batch(4.16683890e-2f));
     p = xsimd::fma(p, r, Batch(1.66665211e-1f));
     p = xsimd::fma(p, r, Batch(4.99999940e-1f));
-    const Batch e_r = xsimd::fma(p, r * r, r) + Batch(1.0f);         // e^r = 1 + r + r²·P(r)
-    return xsimd::select(x < smallest, Batch(0.0f), e_r * pow2(n));  // x = −∞ lands here too
+    const Batch e_r = xsimd::fma(p, r * r, r) + Batch(1.0f);                    // e^r = 1 + r + r²·P(r)
+    return xsimd::select(x < smallest, Batch(0.0f), times_pow2(e_r, shifted));  // x = −∞ lands here too
 }
 
-// 2^t for t ≤ 0. Below −126, where 2^t is not a normal float: the subnormal, or 0 from −126.5 down
-// (and for t = −∞), where n = −127 makes the bit pattern of 2ⁿ that of 0.
+// 2^t for t ≤ 0. Where 2^t is a normal float, within 0.80 ulp (AVX2, AVX-512); below (t < −126), a
+// value under FLT_MIN within FLT_MIN of it; any t ≤ −127 (t = −∞ too) gives exactly 0.
 inline Batch softmax_exp2(Batch t) {
-    const Batch round_shift(12582912.0f);             // 1.5·2²³: adding it rounds to an integer
-    t = xsimd::max(Batch(-127.0f), t);                // (in this order a NaN t stays NaN)
-    const Batch n = (t + round_shift) - round_shift;  // n = round(t)
-    const Batch f = t - n;                            // exact
-    Batch q(0.00015326463f);                          // Q(f) = c1 + c2·f + … + c6·f⁵ (scripts/fit_exp.py)
+    t = xsimd::max(Batch(-127.0f), t);                   // (in this order a NaN t stays NaN)
+    const Batch shifted = t + Batch(round_shift);        // exact; carries n = round(t)
+    const Batch f = t - (shifted - Batch(round_shift));  // f = t − n, exact
+    Batch q(0.00015326463f);                             // Q(f) = c1 + c2·f + … + c6·f⁵ (scripts/fit_exp.py)
     q = xsimd::fma(q, f, Batch(0.0013390806f));
     q = xsimd::fma(q, f, Batch(0.009618506f));
     q = xsimd::fma(q, f, Batch(0.0555036f));
     q = xsimd::fma(q, f, Batch(0.24022648f));
     q = xsimd::fma(q, f, Batch(0.6931472f));
-    const Batch two_f = xsimd::fma(q, f, Batch(1.0f));  // 2^f = 1 + f·Q(f)
-    return two_f * pow2(n);
+    const Batch two_f = xsimd::fma(q, f, Batch(1.0f));  // 2^f = 1 + f·Q(f); at t = −127, f = 0 and 2^f = 1
+    return times_pow2(two_f, shifted);
 }
 
 }  // namespace attn::simd::ATTN_ISA
