@@ -12,6 +12,7 @@
 // the microkernel — and the tests check it against the plain sum.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "simd/batch.hpp"
 #include "simd/exp.hpp"
@@ -44,16 +45,34 @@ void axpy(float factor, const float* x, float* y, std::size_t n) {
     for (; k < n; ++k) y[k] = std::fma(factor, x[k], y[k]);
 }
 
+namespace {
+
+// Lane i of the swizzle takes lane i XOR `half`: the two halves of every group of 2·half lanes swap.
+template <unsigned half>
+struct SwapHalves {
+    static constexpr unsigned get(unsigned i, unsigned) { return i ^ half; }
+};
+
+// The largest of the W lanes, in log₂W steps: each takes the lane-wise max with the lanes' halves
+// swapped, so after the step for W/2 every lane holds the max of all of them. 4 shuffles and 4 max
+// for AVX-512, against a store and 16 compares one lane at a time.
+Batch all_lanes_max(Batch m) {
+    using Indices = xsimd::batch<std::uint32_t>;
+    if constexpr (W >= 16) m = xsimd::max(m, xsimd::swizzle(m, xsimd::make_batch_constant<Indices, SwapHalves<8>>()));
+    if constexpr (W >= 8) m = xsimd::max(m, xsimd::swizzle(m, xsimd::make_batch_constant<Indices, SwapHalves<4>>()));
+    m = xsimd::max(m, xsimd::swizzle(m, xsimd::make_batch_constant<Indices, SwapHalves<2>>()));
+    return xsimd::max(m, xsimd::swizzle(m, xsimd::make_batch_constant<Indices, SwapHalves<1>>()));
+}
+
+}  // namespace
+
 float row_max(std::span<const float> x) {
     Batch m(neg_inf);
     std::size_t k = 0;
     for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
-    // The lanes and the tail by plain comparisons, inlined (std::fmax is a call into libm: 17 of them
-    // a row were 1.5% of the fused kernel's time, perf at n = 4096). Like fmax, a NaN is passed over.
-    alignas(64) float lanes[W];
-    m.store_aligned(lanes);
-    float result = neg_inf;
-    for (float v : lanes) result = v > result ? v : result;
+    // The lanes by shuffles (simd: all_lanes_max), the tail by plain comparisons, inlined (std::fmax
+    // is a call into libm: 17 of them a row were 1.5% of the fused kernel's time, perf at n = 4096).
+    float result = all_lanes_max(m).get(0);
     for (; k < x.size(); ++k) result = x[k] > result ? x[k] : result;
     return result;
 }

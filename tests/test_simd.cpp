@@ -64,6 +64,32 @@ TEST_CASE("simd dot and axpy equal the plain loops for every length 0 to 70", "[
     }
 }
 
+TEST_CASE("simd row_max finds the largest element at every position of every length 0 to 70, on every instruction set",
+          "[simd][vector]") {
+    // The lanes are folded by shuffles (all_lanes_max): a maximum in any lane, or in the scalar
+    // tail, must come out; so must a row of equal values, of −∞ only, or of negatives only.
+    const std::string chosen = attn::simd::isa();
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        attn::simd::set_isa(isa);
+        CHECK(attn::simd::row_max({}) == -std::numeric_limits<float>::infinity());
+        for (std::size_t n = 1; n <= 70; ++n) {
+            std::vector<float> row(n);
+            for (std::size_t k = 0; k < n; ++k) row[k] = -100.0f - float((k * 37) % 23);  // negatives, unsorted
+            for (std::size_t at = 0; at < n; ++at) {
+                INFO(isa << ": n = " << n << ", largest at " << at);
+                std::vector<float> x = row;
+                x[at] = -1.5f;
+                CHECK(attn::simd::row_max(x) == -1.5f);
+            }
+            INFO(isa << ": n = " << n);
+            CHECK(attn::simd::row_max(row) == *std::max_element(row.begin(), row.end()));
+            const std::vector<float> masked(n, -std::numeric_limits<float>::infinity());
+            CHECK(attn::simd::row_max(masked) == -std::numeric_limits<float>::infinity());
+        }
+    }
+    attn::simd::set_isa(chosen);
+}
+
 TEST_CASE("vectorised exp is within 2e-7 relative of exp over [-87, 0]", "[simd][softmax]") {
     // The softmax only ever exponentiates x − max ≤ 0; below −87.3 results are denormal and then 0.
     const std::size_t n = 100003;  // odd, so the tail is exercised too
