@@ -2,8 +2,8 @@
 // sizes around the ones simd/blocking.cpp derives from this CPU's caches, so that anyone can check
 // the model on their machine (`scripts/dev tune` runs it and prints the best beside the model).
 //
-//   BM_tune_gemm/kc:K/mc:M      C = A·B, 1024³, one thread: kc varied at the model's mc, and mc at its kc
-//   BM_tune_core/kc:K/mc:M      the materialised core (S = scale·Q·Kᵀ, softmax, α·V), n = 2048, d = 64,
+//   BM_tune_gemm/kc:K/nc:N      C = A·B, 1024³, one thread: kc varied at the model's nc, and nc at its kc
+//   BM_tune_core/kc:K/nc:N      the materialised core (S = scale·Q·Kᵀ, softmax, α·V), n = 2048, d = 64,
 //                               all threads: the same two sweeps (its products have k = 64 and 2048)
 //   BM_tune_fused/rows:R/keys:C the fused core, n = 2048, d = 64, all threads: the same for its two sizes
 //
@@ -111,11 +111,11 @@ void sweep(const std::string& family, Body body, Size first, Size second) {
 
 void register_tuning() {
     using attn::simd::MR;
-    const Size kc{"kc", &Blocking::kc, 64, 768, 8}, mc{"mc", &Blocking::mc, 24, 1536, MR};
-    sweep("BM_tune_gemm", gemm_with, kc, mc);
-    sweep("BM_tune_core", core_with, kc, mc);
+    const Size kc{"kc", &Blocking::kc, 64, 768, 8}, nc{"nc", &Blocking::nc, 64, 4096, attn::simd::tile_columns()};
+    sweep("BM_tune_gemm", gemm_with, kc, nc);
+    sweep("BM_tune_core", core_with, kc, nc);
     sweep("BM_tune_fused", fused_with, {"rows", &Blocking::fused_rows, 24, 1024, MR},
-          {"keys", &Blocking::fused_keys, 64, 768, 8});
+          {"keys", &Blocking::panel_kc, 64, 768, 8});
 }
 
 }  // namespace bench

@@ -103,7 +103,7 @@ def tuning(runs, context):
     """The sweep of bench/tuning.cpp: per family and per size varied, every value's GFLOP/s, the
     best, and the model's choice beside it."""
     out = [machine(context), ""]
-    for family, sizes in (("tune_gemm", ("kc", "mc")), ("tune_core", ("kc", "mc")), ("tune_fused", ("rows", "keys"))):
+    for family, sizes in (("tune_gemm", ("kc", "nc")), ("tune_core", ("kc", "nc")), ("tune_fused", ("rows", "keys"))):
         found = [(parse_name(r["name"])[1], r.get("GFLOPs", 0.0), r.get("label", "")) for r in runs
                  if parse_name(r["name"])[0] == family]
         model = next((args for args, _, label in found if label == "model"), None)

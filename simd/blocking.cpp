@@ -1,10 +1,18 @@
 // simd/blocking.cpp — how big the blocks are, from the caches of the running CPU.
 //
-// The GEMM (simd/gemm.cpp) keeps three things in three caches while the microkernel runs:
+// The GEMM (simd/gemm.cpp) runs in one of two orders, and each keeps two things in two caches:
 //
-//   - a micro-panel of B, kc × NR floats, reused by every MR-row strip of the A block → L1;
-//   - the block of A, mc × kc floats, reused by every micro-panel of B → L2;
-//   - the packed block of B, kc × nc floats, reused by every block of A → L3.
+//   wide B (more than 4 panels: X·W, S = Q·Kᵀ, the 1024³ benchmark)
+//   - a strip of A, MR × kc floats, reused by every panel of B → L1;
+//   - the packed block of B, kc × nc floats, reused by every strip of A → L2;
+//   narrow B (at most 4 panels: α·V with d_v = 64)
+//   - a panel of B, panel_kc × NR floats, reused by every strip of a block of A → L1;
+//   - the block of A, panel_mc × panel_kc floats, reused by every panel → L2.
+//
+// What passes through once streams past them: in the wide order the B panels through L1 and the
+// strips of A and rows of C through L2 (C is walked along its rows, tile after tile, which the
+// hardware prefetchers follow); in the narrow order the strips of A through L1 and the panel
+// through L2.
 //
 // After the analytical model of Low, Igual, Smith and Quintana-Ortí ("Analytical Modeling Is Enough
 // for High-Performance BLIS", ACM TOMS 43(2), 2016), a cache of W ways is shared out by ways, not by
@@ -12,27 +20,32 @@
 // for everything else (the C tile, the stack). With N = bytes / (W · line) sets, w ways hold
 // w · N · line bytes.
 //
-//   L1 → kc. The B micro-panel (NR floats per step of p) must survive while an A strip (MR floats
-//   per step) streams past it. Sharing W₁ − 1 ways in proportion NR : MR, B gets
-//       w_B = ⌊(W₁ − 1) / (1 + MR/NR)⌋ ways,  so  kc = w_B · N₁ · line / (NR · 4 bytes).
-//   Zen 3 (32 KiB, 8 ways, AVX2: NR = 16): w_B = ⌊7 / 1.375⌋ = 5 → kc = 5 · 64 · 64 / 64 = 320.
+//   L1 → the depths. What stays takes s floats per step of p, what passes it p floats; sharing
+//   W₁ − 1 ways in proportion s : p, what stays gets w = ⌊(W₁ − 1) · s / (s + p)⌋ ways (at least 1),
+//   and its depth is w · N₁ · line / (s · 4 bytes), rounded down to a multiple of 8.
+//     wide, the A strip stays (s = MR, p = NR). Zen 3 (32 KiB, 8 ways, AVX2: NR = 16):
+//       w = ⌊7 · 6/22⌋ = 1 → kc = 64 · 64 / 24 = 170 → 168.
+//     narrow, the B panel stays (s = NR, p = MR). Zen 3, AVX2: w = ⌊7 · 16/22⌋ = 5 →
+//       panel_kc = 5 · 64 · 64 / 64 = 320.
 //
-//   L2 → mc. The A block stays; the micro-panel of B passes through, taking ⌈kc·NR·4 / (N₂·line)⌉
+//   L2 → nc. The B block stays while strips of A and rows of C pass; it gets half of this core's
+//   share of L2: nc = ⌊L2 / 2 / (kc · 4)⌋ rounded down to NR. Zen 3 (512 KiB): 262144 / 672 = 390 → 384.
+//
+//   L2 → panel_mc. The block of A stays; the panel passes through, taking ⌈panel_kc·NR·4 / (N₂·line)⌉
 //   ways; one more way is left free:
-//       w_A = W₂ − 1 − ⌈kc·NR·4 / (N₂·line)⌉,  mc = ⌊w_A · N₂ · line / (kc · 4)⌋ rounded down to MR.
-//   Zen 3 (512 KiB, 8 ways): the panel is 20 KiB = 1 way, w_A = 6 → mc = 6 · 1024 · 64 / 1280 = 306.
-//
-//   L3 → nc. L3 is shared by the cores (and, on a cloud machine, by neighbours the OS does not show):
-//   the B block gets half of this core's share, nc = ⌊L3 / sharers / 2 / (kc · 4)⌋ rounded down to NR.
+//       w_A = W₂ − 1 − ⌈panel_kc·NR·4 / (N₂·line)⌉,  panel_mc = ⌊w_A · N₂ · line / (panel_kc · 4)⌋ rounded down to MR.
+//   Zen 3 (512 KiB, 8 ways): the panel is 20 KiB = 1 way, w_A = 6 → 6 · 1024 · 64 / 1280 = 307 → 306.
 //
 // The Intel Xeon of docs/performance.md (L1d 48 KiB 12-way, L2 2 MiB 16-way, AVX-512: NR = 32):
-// w_B = ⌊11 · 32/38⌋ = 9 → kc = 9 · 64 · 64 / 128 = 288; the panel (36 KiB) takes 1 way of L2, w_A = 14
-// → mc = 14 · 2048 · 64 / 1152 = 1592 → 1590.
+// kc: w = ⌊11 · 6/38⌋ = 1 → 168, nc = 1048576 / 672 = 1560 → 1536; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
+// 9 · 64 · 64 / 128 = 288; the panel (36 KiB) takes 1 way of L2, w_A = 14 → panel_mc = 14 · 2048 · 64 /
+// 1152 = 1592 → 1590.
 //
-// The fused kernel (simd/fused.cpp) multiplies a block of scores by a panel of V, BC × NR floats:
-// the same situation as a micro-panel of B with keys for depth, so BC = kc. Its block of scores,
-// BR × BC floats, is what stays in L2 between the three steps of a tile; it gets half of L2 (the
+// The fused kernel (simd/fused.cpp) is the narrow order with keys for depth: it packs a panel of V,
+// BC × NR floats, and runs every strip of its block of scores, BR × BC, over it, so BC = panel_kc.
+// The score block is what stays in L2 between the three steps of a tile; it gets half of L2 (the
 // other half holds the block's rows of Q and O and the panel being packed): BR = ⌊L2/2 / (BC · 4)⌋.
+// Zen 3, AVX2: 262144 / 1280 = 204; the Xeon: 1048576 / 1152 = 910 → 906.
 //
 // `attn --version` prints the caches found and these sizes; `scripts/dev tune` times a grid of
 // sizes around them and prints the best beside the model's choice.
@@ -154,35 +167,51 @@ const Caches& caches() {
 
 Blocking blocking_for(const Caches& c, const std::size_t NR) {
     constexpr std::size_t F = sizeof(float);
-    // The largest mc and BR, multiples of MR themselves: a cap of 1024 rows clamped a big L2's BR
-    // to a size the fused kernel refuses (L1 32 KiB with L2 2 MiB at NR = 32 gave 1024 = 170·6 + 4).
+    // The largest blocks of rows, multiples of MR themselves: a cap of 1024 rows clamped a big L2's
+    // block to a size the fused kernel refused (L1 32 KiB with L2 2 MiB at NR = 32 gave 1024 = 170·6 + 4).
     constexpr std::size_t most_mc = 4096 / MR * MR, most_rows = 1024 / MR * MR;
-    // L1 → kc: the B micro-panel gets its share of W₁ − 1 ways, in proportion NR : MR.
-    const std::size_t l1_ways = std::max<std::size_t>(c.l1d.ways, 2);
-    const std::size_t b_ways = std::max<std::size_t>((l1_ways - 1) * NR / (NR + MR), 1);
-    const std::size_t kc =
-        std::clamp(round_down(b_ways * sets(c.l1d) * c.l1d.line / (NR * F), 8), std::size_t{64}, std::size_t{1024});
-    // L2 → mc: the A block gets what the passing B panel and one free way leave.
-    const CacheLevel l2{c.l2.bytes / std::max<std::size_t>(c.l2.shared_by, 1), c.l2.ways, c.l2.line, 1};
-    const std::size_t way2 = sets(l2) * l2.line;
-    const std::size_t panel_ways = (kc * NR * F + way2 - 1) / way2;
+    // L1 → a depth: what stays (`resident` floats per step) gets its share of W₁ − 1 ways.
+    const std::size_t l1_ways = std::max<std::size_t>(c.l1d.ways, 2), l1_way = sets(c.l1d) * c.l1d.line;
+    const auto depth_from_l1 = [&](std::size_t resident, std::size_t passing) {
+        const std::size_t ways = std::max<std::size_t>((l1_ways - 1) * resident / (resident + passing), 1);
+        return std::clamp(round_down(ways * l1_way / (resident * F), 8), std::size_t{64}, std::size_t{1024});
+    };
+    const CacheLevel l2{c.l2.bytes / std::max<std::size_t>(c.l2.shared_by, 1), c.l2.ways, c.l2.line, 1};  // this core's
+    const std::size_t l2_way = sets(l2) * l2.line;
+    // Wide: the A strip stays in L1 while B panels pass; the B block takes half of L2.
+    const std::size_t kc = depth_from_l1(MR, NR);
+    const std::size_t nc = std::min(round_down(l2.bytes / 2 / (kc * F), NR), std::size_t{8192});
+    // Narrow: the B panel stays in L1 while strips pass; the block of A takes what the passing
+    // panel and one free way leave of L2.
+    const std::size_t panel_kc = depth_from_l1(NR, MR);
+    const std::size_t panel_ways = (panel_kc * NR * F + l2_way - 1) / l2_way;
     const std::size_t a_ways = l2.ways > panel_ways + 1 ? l2.ways - 1 - panel_ways : 1;
-    const std::size_t mc = std::clamp(round_down(a_ways * way2 / (kc * F), MR), MR, most_mc);
-    // L3 → nc: half of this core's share.
-    const std::size_t l3_share = c.l3.bytes / std::max<std::size_t>(c.l3.shared_by, 1) / 2;
-    const std::size_t nc = std::clamp(round_down(l3_share / (kc * F), NR), 8 * NR, std::size_t{8192});
-    // The fused kernel: BC = kc (a panel of V in L1), BR × BC scores in half of L2.
-    const std::size_t rows = std::clamp(round_down(l2.bytes / 2 / (kc * F), MR), MR, most_rows);
-    return {kc, mc, nc, rows, kc};
+    const std::size_t panel_mc = std::clamp(round_down(a_ways * l2_way / (panel_kc * F), MR), MR, most_mc);
+    // Fused: keys per tile as the narrow depth; BR × BC scores in half of L2.
+    const std::size_t fused_rows = std::clamp(round_down(l2.bytes / 2 / (panel_kc * F), MR), MR, most_rows);
+    return {kc, nc, panel_kc, panel_mc, fused_rows};
+}
+
+GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const std::size_t NR) {
+    const bool narrow = n <= 4 * NR;
+    const std::size_t most = std::max<std::size_t>(narrow ? b.panel_kc : b.kc, 1);
+    // Depth blocks of equal size, at most `most`: k = 2048 with 288 makes 8 blocks of 256 rather
+    // than 7 of 288 and a last one of 32, which would pay a full pass over C for 1/9 of the work.
+    const std::size_t blocks = std::max<std::size_t>((k + most - 1) / most, 1);
+    const std::size_t kc = std::min(((k + blocks - 1) / blocks + 7) / 8 * 8, most);
+    // The packed block of B keeps its size, kc·nc floats: a shallower one is wider (S = Q·Kᵀ has
+    // k = d_k = 64: at kc = 168, nc = 768 becomes 2016, so S's rows are walked in longer runs).
+    const std::size_t nc = narrow ? std::max<std::size_t>(n, 1) : std::max<std::size_t>(b.kc * b.nc / kc / NR, 1) * NR;
+    return {narrow, kc, nc};
 }
 
 void check_blocking(const char* who, const Blocking& b, const std::size_t NR) {
     const auto fail = [&](const std::string& what) {
         throw std::invalid_argument(std::string(who) + ": block sizes " + describe(b) + ": " + what);
     };
-    if (b.kc == 0 || b.fused_keys == 0) fail("kc and the keys per tile must be at least 1");
-    if (b.mc == 0 || b.mc % MR || b.fused_rows == 0 || b.fused_rows % MR)
-        fail("mc and the query rows per block must be positive multiples of MR = " + std::to_string(MR));
+    if (b.kc == 0 || b.panel_kc == 0) fail("the depths must be at least 1");
+    if (b.panel_mc == 0 || b.panel_mc % MR || b.fused_rows == 0 || b.fused_rows % MR)
+        fail("the rows per block must be positive multiples of MR = " + std::to_string(MR));
     if (b.nc == 0 || b.nc % NR) fail("nc must be a positive multiple of NR = " + std::to_string(NR));
 }
 
@@ -204,8 +233,9 @@ std::string describe(const Caches& c) {
 }
 
 std::string describe(const Blocking& b) {
-    return "kc " + std::to_string(b.kc) + ", mc " + std::to_string(b.mc) + ", nc " + std::to_string(b.nc) +
-           "; fused: " + std::to_string(b.fused_rows) + " query rows × " + std::to_string(b.fused_keys) + " keys";
+    return "wide: kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc) +
+           "; narrow: " + std::to_string(b.panel_mc) + " rows × " + std::to_string(b.panel_kc) +
+           " deep; fused: " + std::to_string(b.fused_rows) + " query rows × " + std::to_string(b.panel_kc) + " keys";
 }
 
 }  // namespace attn::simd

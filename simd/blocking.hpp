@@ -17,6 +17,8 @@ struct CacheLevel {
     std::size_t bytes = 0, ways = 0, line = 0, shared_by = 1;
 };
 
+// The model sizes blocks from L1 and L2; L3 is read so that `attn --version` and the benchmark's
+// report name every cache of the machine their figures come from.
 struct Caches {
     CacheLevel l1d, l2, l3;
     std::string source;  // "sysfs", "sysconf", or "fallback" (a Zen 3 core: 32 KiB, 512 KiB, 32 MiB)
@@ -27,20 +29,33 @@ struct Caches {
 const Caches& caches();
 
 // The block sizes every kernel uses (a model, not a measurement: `scripts/dev tune` checks it).
+// Two shapes of blocking (simd/gemm.cpp, step 3): a product whose B is wider than 4 panels keeps a
+// strip of A in L1 and runs it over a packed block of B in L2; α·V, whose B (V) has at most 4
+// panels, keeps a panel of B in L1 and runs a block of A's rows (of α) in L2 over it, and so does
+// the fused kernel with a panel of V and a block of scores.
 struct Blocking {
-    std::size_t kc;          // depth of a packed panel (GEMM), from L1
-    std::size_t mc;          // rows of A per block (GEMM), a multiple of MR, from L2
-    std::size_t nc;          // columns of B per block (GEMM), a multiple of NR, from L3
-    std::size_t fused_rows;  // query rows per block (fused), a multiple of MR, from L2
-    std::size_t fused_keys;  // keys per tile (fused), from L1
+    std::size_t kc;          // wide: depth of the strip of A held in L1, from L1
+    std::size_t nc;          // wide: columns of the packed block of B, a multiple of NR, from L2
+    std::size_t panel_kc;    // narrow: depth of the panel of B held in L1, from L1 (fused: keys per tile)
+    std::size_t panel_mc;    // narrow: rows of A per block, a multiple of MR, from L2
+    std::size_t fused_rows;  // fused: query rows per block, a multiple of MR, from L2
 };
 
 // The model applied to any caches, for a register tile NR floats wide (pure: the tests feed it
 // Zen 3's, a Xeon's and a Neoverse core's caches at NR = 8, 16 and 32).
 Blocking blocking_for(const Caches& c, std::size_t nr);
 
-// Throws std::invalid_argument, naming `who` and the sizes, unless kc and the keys per tile are ≥ 1,
-// mc and the query rows per block are positive multiples of MR, and nc one of NR = `nr`.
+// How the GEMM (simd/gemm.cpp) blocks a product k deep with n columns: in the narrow order (B of at
+// most 4 panels) or the wide one, with depth blocks of kc (equal ones, at most the order's depth)
+// and column blocks of nc. simd/dispatch.cpp budgets the GEMM's scratch from the same numbers.
+struct GemmBlocks {
+    bool narrow;
+    std::size_t kc, nc;
+};
+GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, std::size_t nr);
+
+// Throws std::invalid_argument, naming `who` and the sizes, unless kc and panel_kc are ≥ 1, panel_mc
+// and fused_rows positive multiples of MR, and nc one of NR = `nr`.
 void check_blocking(const char* who, const Blocking& b, std::size_t nr);
 
 // blocking_for(caches(), NR of the instruction set in use), computed once per instruction set
@@ -54,7 +69,7 @@ std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t thread
 
 // "L1d 48 KiB 12-way, L2 2 MiB 16-way, L3 260 MiB 20-way shared by 2 (sysfs)"
 std::string describe(const Caches& c);
-// "kc 288, mc 1590, nc 8192; fused: 906 query rows × 288 keys"
+// "wide: kc 168, nc 1536; narrow: 1590 rows × 288 deep; fused: 906 query rows × 288 keys"
 std::string describe(const Blocking& b);
 
 }  // namespace attn::simd

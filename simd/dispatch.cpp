@@ -132,14 +132,18 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
 // checked arithmetic builds error strings, and no string code may be compiled into a kernel copy
 // (scripts/check_isa_symbols.py says why).
-std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n) {
-    const Blocking& b = blocking();
+std::uint64_t gemm_scratch_bytes(std::size_t /* m: a strip of A is MR rows whatever m is */, std::size_t k,
+                                 std::size_t n) {
     const std::size_t NR = tile_columns();
+    const GemmBlocks g = gemm_blocks(blocking(), k, n, NR);
     const auto round_up = [](std::size_t x, std::size_t to) { return (x + to - 1) / to * to; };
-    // one packed block of A (≤ mc × kc) per thread; the packed panels of B (≤ kc × nc) on the caller
-    const std::uint64_t a_blocks = checked_product(matrix_bytes(std::min(b.mc, round_up(m, MR)), std::min(b.kc, k)),
-                                                   std::uint64_t(std::max(max_threads(), 1)), "packed blocks of A");
-    return checked_sum(matrix_bytes(std::min(b.kc, k), round_up(std::min(b.nc, n), NR)), a_blocks, "GEMM scratch");
+    // the packed panels of B (kc × nc at most) on the caller; in the wide order one packed strip of
+    // A (MR × kc) per thread
+    const std::uint64_t a_strips =
+        g.narrow ? 0
+                 : checked_product(matrix_bytes(MR, std::min(g.kc, k)), std::uint64_t(std::max(max_threads(), 1)),
+                                   "packed strips of A");
+    return checked_sum(matrix_bytes(std::min(g.kc, k), round_up(std::min(g.nc, n), NR)), a_strips, "GEMM scratch");
 }
 
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
@@ -149,7 +153,7 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 }
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k) {
-    const std::size_t BR = blocking().fused_rows, BC = blocking().fused_keys, NR = tile_columns();
+    const std::size_t BR = blocking().fused_rows, BC = blocking().panel_kc, NR = tile_columns();
     // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, and four floats
     // per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches
     const std::size_t padded_rows = (BR + batch_width() - 1) / batch_width() * batch_width();

@@ -64,7 +64,7 @@ struct Scratch {
 };
 
 // Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
-// when that leaves a thread idle; BC = blocking.fused_keys keys per tile. Each block packs every
+// when that leaves a thread idle; BC = blocking.panel_kc keys per tile. Each block packs every
 // K/V tile it visits, so the packing cost is divided by BR: BR = 48 gave 225 GFLOP/s against ~275
 // for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
 struct Problem {
@@ -167,7 +167,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     // adds exactly 0 to it.
     const std::size_t rows =
         balanced_rows(n, blocking.fused_rows, team ? std::size_t(max_threads()) : 1, causal ? 8 : 1);
-    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, rows, blocking.fused_keys};
+    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, rows, blocking.panel_kc};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.

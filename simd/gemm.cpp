@@ -9,15 +9,29 @@
 // 2. A register tile (simd/microkernel.hpp). Keep an MR×NR block of C (6×16 with AVX2) in 12 vector
 //    registers for the whole k loop: C is read and written once instead of k times, and each loaded
 //    row of B serves 6 rows of A.
-// 3. Cache blocks and packing. Copy a kc×NR strip of B (a "panel") into contiguous memory once and
-//    reuse it against every MR-row strip of A: the panel stays in L1, the mc×kc block of A being
-//    swept in L2, all kc×nc panels in L3. The three sizes come from the running CPU's caches
-//    (simd/blocking.cpp; on a Zen 3 core kc = 320, mc = 306: a 20 KiB panel, a 383 KiB block).
-//    The A block is copied too, into one contiguous mc×kc block, when more than 4 panels sweep it:
-//    left in place, its rows are a whole row of A apart (4 KiB for k = 1024), so they all fall into
-//    the same few sets of L2 and evict each other long before L2 is full. Measured (BM_tune_gemm, 1024³, one thread, kc = 288,
-//    Intel Xeon family 6 model 207, L2 2 MiB 16-way): with A in place 82 GFLOP/s at mc = 1026
-//    against 104–111 at mc = 36–72; packed, see docs/performance.md.
+// 3. Cache blocks and packing. Copy kc×NR strips of B ("panels") into contiguous memory, where the
+//    microkernel reads them row after row, and arrange the loops so that what is reused stays in a
+//    cache while the rest streams past it. Which way round depends on the width of B
+//    (simd/blocking.cpp derives every size from the running CPU's caches):
+//    - a wide B (more than 4 panels: X·W, S = Q·Kᵀ, 1024³): pack a kc×nc block of B's panels, which
+//      sits in L2; copy the rows of A MR at a time into a contiguous strip, which sits in L1; run each
+//      strip over every panel of the block. C is then written tile after tile along its rows. The
+//      other way round (one panel kept in L1 while every strip of A passes it, as BLIS does) takes
+//      each C tile from 6 rows far apart, new rows at every call, and the first loads of C stall
+//      the tile: at 1024³ about as much as 35 more steps of p per call (on a Zen 4 core), where
+//      along the rows the prefetchers see 6 streams and the tiles cost almost nothing. Measured:
+//      1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at n = 2048–4096 (every call of the old order began
+//      a new tile of S), one thread, AMD EPYC family 25 (docs/performance.md).
+//    - a narrow B (α·V, d_v = 64: 2 panels of 32 with AVX-512, 4 of 16 with AVX2): keep one panel in
+//      L1 and run a block of A's rows (panel_mc of them, in L2) over it, the block read in place.
+//      The wide order loses here (α·V 0.79–0.96×, α's strips copied or not): with so few panels
+//      there are few C tiles, and it is A, n×n, that streams; kept in L2 for the panels' passes, the
+//      block of α is read from memory once. Copying α (a full read and write of the n×n matrix) cost
+//      more than it saved.
+//    In the wide order the strip of A is copied: left in place, its 6 rows are a whole row of A
+//    apart (4 KiB for k = 1024), share their sets of L1 with the passing panel, and are evicted
+//    before the next call reads them. What the copy buys depends on the depth: 1.035× at 1024³ with
+//    SSE2 (kc = 512, 6 rows of 2 KiB), nothing measurable with AVX2 and AVX-512 (kc = 168).
 //
 // What each step bought (BM_gemm_steps, 1024³, one thread, AVX-512 machine of docs/performance.md,
 // whose FMA peak measured 212 GFLOP/s):
@@ -40,9 +54,9 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-// The packing buffer is allocated once per calling thread and reused by later calls: fresh memory
+// The packing buffers are allocated once per calling thread and reused by later calls: fresh memory
 // costs ~1 ms per MiB to touch for the first time on this machine, more than packing itself.
-// Two of them per thread: panels of B (shared by the team: the calling thread's) and the block of
+// Two of them per thread: the panels of B (shared by the team: the calling thread's) and a strip of
 // A (each thread its own).
 enum class Pack { B, A };
 float* packing_buffer(Pack which, std::size_t floats) {
@@ -52,18 +66,19 @@ float* packing_buffer(Pack which, std::size_t floats) {
     return buffer.data();
 }
 
-// Rows [ic, ic+mc) × columns [pc, pc+kc) of A, copied to one contiguous block (row stride kc).
-const float* pack_block(const Matrix& A, std::size_t ic, std::size_t mc, std::size_t pc, std::size_t kc) {
-    float* block = packing_buffer(Pack::A, mc * kc);
-    for (std::size_t i = 0; i < mc; ++i) std::memcpy(block + i * kc, A.row(ic + i).data() + pc, kc * sizeof(float));
-    return block;
+// Rows [i0, i0+rows) × columns [pc, pc+kc) of A, copied to one contiguous strip (row stride kc).
+const float* pack_strip(const Matrix& A, std::size_t i0, std::size_t rows, std::size_t pc, std::size_t kc) {
+    float* strip = packing_buffer(Pack::A, MR * kc);
+    for (std::size_t r = 0; r < rows; ++r) std::memcpy(strip + r * kc, A.row(i0 + r).data() + pc, kc * sizeof(float));
+    return strip;
 }
 
 // C = scale·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
-// panels) → row block ic → panel → MR-row strip → microkernel. Threads split the packing, then the
-// row blocks; each C element is written by exactly one thread. Row blocks are at most mc rows and
-// as many as a multiple of the threads, so that no thread waits on a short last block; the block
-// height does not change any result (every element is one FMA chain over p).
+// block's panels) → then, wide, MR-row strip → panel → microkernel, or, narrow, block of rows →
+// panel → strip → microkernel. Threads split the packing, then the strips (wide) or the blocks
+// (narrow, as many as a multiple of the threads); each C element is written by exactly one thread,
+// and is one FMA chain over p in order whatever the block sizes or the thread count: the result does
+// not depend on them.
 void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix& C, Threads threads,
           const Blocking& blocking) {
     const std::size_t m = A.rows(), k = A.cols(), n = layout == BLayout::k_by_n ? B.cols() : B.rows();
@@ -73,15 +88,21 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
         std::fill(C.data(), C.data() + C.size(), 0.0f);  // empty sums
         return;
     }
-    // Depth blocks of equal size, at most kc: k = 2048 with kc = 288 makes 8 blocks of 256 rather
-    // than 7 of 288 and a last one of 32, which would pay a full pass over C for 1/9 of the work.
-    const std::size_t depth_blocks = (k + blocking.kc - 1) / blocking.kc;
-    const std::size_t KC = std::min(round_up((k + depth_blocks - 1) / depth_blocks, 8), blocking.kc), NC = blocking.nc;
+    // Two loop orders (see 3. above). A B of at most 4 panels (α·V) keeps each panel in L1 while a
+    // block of A's rows, read in place, passes; a wider B keeps a packed strip of A in L1 while the
+    // panels pass. The depth of a block is what the operand that stays in L1 leaves room for.
+    const GemmBlocks shape = gemm_blocks(blocking, k, n, NR);
+    const bool narrow = shape.narrow;
+    const std::size_t KC = shape.kc, NC = shape.nc;
     float* const packed = packing_buffer(Pack::B, std::min(KC, k) * round_up(std::min(NC, n), NR));
     const std::size_t ldc = C.cols();
+    const auto strips = static_cast<std::ptrdiff_t>((m + MR - 1) / MR);
+    [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), std::size_t(strips));
+    // Narrow: blocks of at most panel_mc rows, as many as a multiple of the threads, so that no
+    // thread waits on a short last block.
+    const std::size_t MC = balanced_rows(m, blocking.panel_mc, team ? std::size_t(max_threads()) : 1, 1);
+    const auto blocks = static_cast<std::ptrdiff_t>((m + MC - 1) / MC);
 
-    [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), (m + MR - 1) / MR);
-    const std::size_t MC = balanced_rows(m, blocking.mc, team ? std::size_t(max_threads()) : 1, 1);
 #pragma omp parallel if (team)
     for (std::size_t jc = 0; jc < n; jc += NC) {
         const std::size_t nc = std::min(NC, n - jc);
@@ -95,23 +116,26 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
                 pack_panel(B, layout, pc, kc, j0, std::min(NR, n - j0), packed + static_cast<std::size_t>(q) * kc * NR);
             }
             // (implicit barrier: all panels are packed before anyone reads them)
+            // The tile of C at (strip, panel q), from a strip of A whose rows are lda floats apart.
+            const auto tile = [&](std::ptrdiff_t strip, std::ptrdiff_t q, const float* a, std::size_t lda) {
+                const std::size_t i0 = static_cast<std::size_t>(strip) * MR, j0 = jc + static_cast<std::size_t>(q) * NR;
+                run_microkernel(std::min(MR, m - i0), kc, a, lda, packed + static_cast<std::size_t>(q) * kc * NR, NR,
+                                C.data() + i0 * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
+            };
+            if (!narrow) {  // each strip of A, packed, runs over every panel
 #pragma omp for schedule(static)
-            for (std::ptrdiff_t block = 0; block < static_cast<std::ptrdiff_t>((m + MC - 1) / MC); ++block) {
-                const std::size_t ic = static_cast<std::size_t>(block) * MC, mc = std::min(MC, m - ic);
-                // Packing pays when the block is swept by many panels; α·V (d_v = 64: 2 panels of
-                // 32 with AVX-512, 4 of 16 with AVX2) reads each element of α at most 4 times, and
-                // copying α cost more than it saved: read in place, α·V ran 1.07–1.21× faster
-                // (n = 1024/2048, d = 64, 2 threads, AMD EPYC AVX-512; AVX2 the same or better).
-                const bool pack_a = panels > 4;
-                const float* a_block = pack_a ? pack_block(A, ic, mc, pc, kc) : A.row(ic).data() + pc;
-                const std::size_t lda = pack_a ? kc : k;
-                for (std::ptrdiff_t q = 0; q < panels; ++q) {
-                    const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
-                    const float* panel = packed + static_cast<std::size_t>(q) * kc * NR;
-                    for (std::size_t ir = 0; ir < mc; ir += MR) {
-                        run_microkernel(std::min(MR, mc - ir), kc, a_block + ir * lda, lda, panel, NR,
-                                        C.data() + (ic + ir) * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
-                    }
+                for (std::ptrdiff_t strip = 0; strip < strips; ++strip) {
+                    const std::size_t i0 = static_cast<std::size_t>(strip) * MR;
+                    const float* a = pack_strip(A, i0, std::min(MR, m - i0), pc, kc);
+                    for (std::ptrdiff_t q = 0; q < panels; ++q) tile(strip, q, a, kc);
+                }
+            } else {  // each panel stays in L1 while a block of A's rows, read in place, passes it
+#pragma omp for schedule(static)
+                for (std::ptrdiff_t block = 0; block < blocks; ++block) {
+                    const std::size_t i0 = static_cast<std::size_t>(block) * MC, end = std::min(m, i0 + MC);
+                    for (std::ptrdiff_t q = 0; q < panels; ++q)
+                        for (std::size_t i = i0; i < end; i += MR)
+                            tile(static_cast<std::ptrdiff_t>(i / MR), q, A.row(i).data() + pc, k);
                 }
             }
             // (implicit barrier: nobody repacks while another thread still reads the panels)

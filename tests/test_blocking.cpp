@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -34,22 +35,23 @@ bool same_bits(const Matrix& a, const Matrix& b) {
 
 TEST_CASE("the cache model gives the sizes derived by hand, for every tile width", "[simd][blocking]") {
     // simd/blocking.cpp derives the NR = 16 (AVX2) figures on Zen 3 and the NR = 32 (AVX-512) ones
-    // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: w_B = ⌊7·8/14⌋ = 4 → kc = 4·64·64/32 = 512, the
-    // panel takes 1 way of L2 → mc = 6·65536/2048 = 192, nc = 2 MiB/2048 = 1024, BR = 256 KiB/2048 = 128 → 126.
+    // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: the A strip gets ⌊7·6/14⌋ = 3 ways → kc = 3·64·64/24
+    // = 512, nc = 256 KiB/2048 = 128; the B panel gets ⌊7·8/14⌋ = 4 ways → panel_kc = 4·64·64/32 =
+    // 512, its 16 KiB take 1 way of L2 → panel_mc = 6·65536/2048 = 192; BR = 256 KiB/2048 = 128 → 126.
     // Every width is checked whatever this build or CPU runs: the model is a pure function.
     for (const std::size_t NR : {8, 16, 32}) {
         const Caches& c = NR == 32 ? xeon : zen3;
         const Blocking b = attn::simd::blocking_for(c, NR);
         INFO("NR = " << NR << ": " << attn::simd::describe(b));
         const Blocking want =
-            NR == 16   ? Blocking{.kc = 320, .mc = 306, .nc = 1632, .fused_rows = 204, .fused_keys = 320}
-            : NR == 32 ? Blocking{.kc = 288, .mc = 1590, .nc = 8192, .fused_rows = 906, .fused_keys = 288}
-                       : Blocking{.kc = 512, .mc = 192, .nc = 1024, .fused_rows = 126, .fused_keys = 512};
+            NR == 16   ? Blocking{.kc = 168, .nc = 384, .panel_kc = 320, .panel_mc = 306, .fused_rows = 204}
+            : NR == 32 ? Blocking{.kc = 168, .nc = 1536, .panel_kc = 288, .panel_mc = 1590, .fused_rows = 906}
+                       : Blocking{.kc = 512, .nc = 128, .panel_kc = 512, .panel_mc = 192, .fused_rows = 126};
         CHECK(b.kc == want.kc);
-        CHECK(b.mc == want.mc);
         CHECK(b.nc == want.nc);
+        CHECK(b.panel_mc == want.panel_mc);
         CHECK(b.fused_rows == want.fused_rows);
-        CHECK(b.fused_keys == want.fused_keys);
+        CHECK(b.panel_kc == want.panel_kc);
     }
 }
 
@@ -79,15 +81,17 @@ TEST_CASE("the cache model's sizes fit the caches they were derived from, on any
             INFO("NR = " << NR << ", " << attn::simd::describe(c));
             const Blocking b = attn::simd::blocking_for(c, NR);
             INFO(attn::simd::describe(b));
-            CHECK_NOTHROW(attn::simd::check_blocking("blocking_for", b, NR));  // every kernel takes them
-            CHECK(b.kc * NR * sizeof(float) <=
-                  c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the B panel, one way free
-            CHECK(b.mc % MR == 0);
-            CHECK(b.mc * b.kc * sizeof(float) <=
-                  c.l2.bytes * (c.l2.ways - 1) / c.l2.ways);  // the A block, one way free
+            CHECK_NOTHROW(attn::simd::check_blocking("blocking_for", b, NR));                 // every kernel takes them
+            CHECK(MR * b.kc * sizeof(float) <= c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the A strip
             CHECK(b.nc % NR == 0);
+            if (b.nc > NR) CHECK(b.kc * b.nc * sizeof(float) <= c.l2.bytes / 2);  // the B block (≥ one panel)
+            CHECK(b.panel_kc * NR * sizeof(float) <=
+                  c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the V panel, one way free
+            CHECK(b.panel_mc % MR == 0);
+            CHECK(b.panel_mc * b.panel_kc * sizeof(float) <=
+                  c.l2.bytes * (c.l2.ways - 1) / c.l2.ways);  // the block of A, one way free
             CHECK(b.fused_rows % MR == 0);
-            CHECK(b.fused_rows * b.fused_keys * sizeof(float) <= c.l2.bytes / 2);
+            CHECK(b.fused_rows * b.panel_kc * sizeof(float) <= c.l2.bytes / 2);
         }
     }
 }
@@ -101,7 +105,7 @@ TEST_CASE("the caches found here are complete and printed", "[simd][blocking]") 
     }
     CHECK((c.source == "sysfs" || c.source == "sysconf" || c.source == "fallback"));
     CHECK_THAT(attn::simd::describe(c), Catch::Contains("L1d ") && Catch::Contains("L2 ") && Catch::Contains("L3 "));
-    CHECK_THAT(attn::simd::describe(attn::simd::blocking()), Catch::StartsWith("kc "));
+    CHECK_THAT(attn::simd::describe(attn::simd::blocking()), Catch::StartsWith("wide: kc "));
 }
 
 TEST_CASE("row blocks: each thread gets the same number, at most `most` rows each", "[simd][blocking]") {
@@ -126,29 +130,44 @@ TEST_CASE("row blocks: each thread gets the same number, at most `most` rows eac
     }
 }
 
-TEST_CASE("row block heights change no bit of the products or of fused attention", "[simd][blocking]") {
+TEST_CASE("block sizes change no bit of the products or of fused attention", "[simd][blocking]") {
+    // A product's element is one FMA chain over p in order, whatever the depth, column and row
+    // blocks; a fused row's result does not depend on the block of rows it falls in. Both loop
+    // orders of the GEMM: B of 20 columns is narrow for every tile width (at most 4 panels), of 200
+    // wide (more than 4 even at NR = 32).
     std::mt19937 rng(31);
-    const Matrix A = attn::random_matrix(301, 70, rng), B = attn::random_matrix(70, 45, rng);
+    const Matrix A = attn::random_matrix(301, 70, rng), narrow = attn::random_matrix(70, 20, rng),
+                 wide = attn::random_matrix(70, 200, rng);
     const Matrix Q = attn::random_matrix(333, 24, rng), K = attn::random_matrix(333, 24, rng),
                  V = attn::random_matrix(333, 20, rng);
-    Blocking blocks = attn::simd::blocking();
-    Matrix first_product, first_fused[2];
-    for (std::size_t rows : {MR, 8 * MR, 32 * MR, 151 * MR}) {
-        INFO("rows per block ≤ " << rows);
-        blocks.mc = blocks.fused_rows = rows;
-        Matrix product, fused[2];
-        attn::simd::matmul_into(A, B, product, attn::simd::Threads::all, blocks);
+    const std::size_t NR = attn::simd::tile_columns();
+    const Blocking blocks = attn::simd::blocking();
+    std::vector<Matrix> first;
+    for (const auto [kc, panels, rows] : {std::array<std::size_t, 3>{8, 1, MR},
+                                          {16, 2, 8 * MR},
+                                          {40, 3, 32 * MR},
+                                          {blocks.kc, blocks.nc / NR, 151 * MR}}) {
+        INFO("kc = panel kc (products) = " << kc << ", nc " << panels * NR << ", rows per block ≤ " << rows);
+        // (The fused kernel keeps its keys per tile: they change its rounding, its softmax being summed
+        // tile by tile.)
+        Blocking products = blocks, fused = blocks;
+        products.kc = products.panel_kc = kc;
+        products.nc = panels * NR;
+        products.panel_mc = fused.fused_rows = rows;
+        std::vector<Matrix> results(4);
+        attn::simd::matmul_into(A, narrow, results[0], attn::simd::Threads::all, products);
+        attn::simd::matmul_into(A, wide, results[1], attn::simd::Threads::all, products);
         for (int causal = 0; causal < 2; ++causal)
-            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, fused[causal], attn::simd::Threads::all, blocks);
-        if (first_product.empty()) {
-            first_product = product;
-            first_fused[0] = fused[0];
-            first_fused[1] = fused[1];
+            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, results[2 + causal], attn::simd::Threads::all,
+                                             fused);
+        if (first.empty()) {
+            first = results;
             continue;
         }
-        CHECK(same_bits(product, first_product));
-        CHECK(same_bits(fused[0], first_fused[0]));
-        CHECK(same_bits(fused[1], first_fused[1]));
+        for (std::size_t r = 0; r < results.size(); ++r) {
+            INFO((r == 0 ? "A·B, B narrow" : r == 1 ? "A·B, B wide" : r == 2 ? "fused" : "fused, causal"));
+            CHECK(same_bits(results[r], first[r]));
+        }
     }
 }
 
@@ -156,18 +175,19 @@ TEST_CASE("block sizes the kernels cannot use are refused, naming the kernel", "
     const Matrix A(12, 8, 1.0f), B(8, 12, 1.0f);
     Matrix C;
     Blocking bad = attn::simd::blocking();
-    bad.mc = MR + 1;
-    CHECK_THROWS_WITH(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad),
-                      Catch::StartsWith("matmul: block sizes") && Catch::Contains("multiples of MR"));
-    bad = attn::simd::blocking();
     bad.kc = 0;
     CHECK_THROWS_AS(attn::simd::matmul_transposed_into(A, A, 1.0f, C, attn::simd::Threads::one, bad),
                     std::invalid_argument);
     bad = attn::simd::blocking();
     bad.nc = attn::simd::tile_columns() + 1;
-    CHECK_THROWS_AS(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad), std::invalid_argument);
+    CHECK_THROWS_WITH(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad),
+                      Catch::StartsWith("matmul: block sizes") && Catch::Contains("multiple of NR"));
     bad = attn::simd::blocking();
-    bad.fused_rows = 0;
+    bad.panel_mc = MR + 1;
+    CHECK_THROWS_WITH(attn::simd::matmul_into(A, B, C, attn::simd::Threads::one, bad),
+                      Catch::StartsWith("matmul: block sizes") && Catch::Contains("multiples of MR"));
+    bad = attn::simd::blocking();
+    bad.fused_rows = MR + 1;
     CHECK_THROWS_WITH(attn::simd::fused_attention_into(A, A, A, 1.0f, false, C, attn::simd::Threads::one, bad),
-                      Catch::StartsWith("fused_attention: block sizes"));
+                      Catch::StartsWith("fused_attention: block sizes") && Catch::Contains("multiples of MR"));
 }
