@@ -132,18 +132,11 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
 // checked arithmetic builds error strings, and no string code may be compiled into a kernel copy
 // (scripts/check_isa_symbols.py says why).
-std::uint64_t gemm_scratch_bytes(std::size_t /* m: a strip of A is MR rows whatever m is */, std::size_t k,
-                                 std::size_t n) {
+std::uint64_t gemm_scratch_bytes(std::size_t /* m: A is read in place */, std::size_t k, std::size_t n) {
+    // the packed panels of B (kc × nc at most), on the calling thread
     const std::size_t NR = tile_columns();
     const GemmBlocks g = gemm_blocks(blocking(), k, n, NR);
-    const auto round_up = [](std::size_t x, std::size_t to) { return (x + to - 1) / to * to; };
-    // the packed panels of B (kc × nc at most) on the caller; in the wide order one packed strip of
-    // A (MR × kc) per thread
-    const std::uint64_t a_strips =
-        g.narrow ? 0
-                 : checked_product(matrix_bytes(MR, std::min(g.kc, k)), std::uint64_t(std::max(max_threads(), 1)),
-                                   "packed strips of A");
-    return checked_sum(matrix_bytes(std::min(g.kc, k), round_up(std::min(g.nc, n), NR)), a_strips, "GEMM scratch");
+    return matrix_bytes(std::min(g.kc, k), (std::min(g.nc, n) + NR - 1) / NR * NR);
 }
 
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {

@@ -14,7 +14,7 @@
 //    cache while the rest streams past it. Which way round depends on the width of B
 //    (simd/blocking.cpp derives every size from the running CPU's caches):
 //    - a wide B (more than 4 panels: X·W, S = Q·Kᵀ, 1024³): pack a kc×nc block of B's panels, which
-//      sits in L2; copy the rows of A MR at a time into a contiguous strip, which sits in L1; run each
+//      sits in L2; take the rows of A MR at a time, kc deep, a strip that sits in L1, and run each
 //      strip over every panel of the block. C is then written tile after tile along its rows. The
 //      other way round (one panel kept in L1 while every strip of A passes it, as BLIS does) takes
 //      each C tile from 6 rows far apart, new rows at every call, and the first loads of C stall
@@ -28,10 +28,11 @@
 //      there are few C tiles, and it is A, n×n, that streams; kept in L2 for the panels' passes, the
 //      block of α is read from memory once. Copying α (a full read and write of the n×n matrix) cost
 //      more than it saved.
-//    In the wide order the strip of A is copied: left in place, its 6 rows are a whole row of A
-//    apart (4 KiB for k = 1024), share their sets of L1 with the passing panel, and are evicted
-//    before the next call reads them. What the copy buys depends on the depth: 1.035× at 1024³ with
-//    SSE2 (kc = 512, 6 rows of 2 KiB), nothing measurable with AVX2 and AVX-512 (kc = 168).
+//    A is read in place in both orders. A strip whose rows are 4 KiB apart (k = 1024) keeps them in
+//    the same sets of L1, where the passing panel evicts them, and the next panel's call reads them
+//    again from L2; copying each strip to a contiguous buffer first cost more than that with AVX-512
+//    (in place 1.05× at 1024³; the copy, 11% of the time, is the first read of A from memory),
+//    the same with AVX2, and bought 1.035× with SSE2, whose strips are 512 deep.
 //
 // What each step bought (BM_gemm_steps, 1024³, one thread, AVX-512 machine of docs/performance.md,
 // whose FMA peak measured 212 GFLOP/s):
@@ -41,8 +42,6 @@
 // The same code computes A·Bᵀ: only the packing differs. A panel of Bᵀ is read from NR rows of B,
 // so S = Q·Kᵀ never builds Kᵀ; the transposition happens one small panel at a time while packing.
 #include <algorithm>
-#include <cstring>
-#include <vector>
 
 #include "matrix/shape_checks.hpp"
 #include "simd/kernels.hpp"
@@ -54,23 +53,13 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-// The packing buffers are allocated once per calling thread and reused by later calls: fresh memory
-// costs ~1 ms per MiB to touch for the first time on this machine, more than packing itself.
-// Two of them per thread: the panels of B (shared by the team: the calling thread's) and a strip of
-// A (each thread its own).
-enum class Pack { B, A };
-float* packing_buffer(Pack which, std::size_t floats) {
-    thread_local ScratchBuffer buffers[2];
-    auto& buffer = buffers[which == Pack::A];
+// The packing buffer of B's panels is allocated once per calling thread (the team shares the
+// caller's) and reused by later calls: fresh memory costs ~1 ms per MiB to touch for the first time
+// on this machine, more than packing itself.
+float* packing_buffer(std::size_t floats) {
+    thread_local ScratchBuffer buffer;
     if (buffer.size() < floats) buffer.resize(floats);
     return buffer.data();
-}
-
-// Rows [i0, i0+rows) × columns [pc, pc+kc) of A, copied to one contiguous strip (row stride kc).
-const float* pack_strip(const Matrix& A, std::size_t i0, std::size_t rows, std::size_t pc, std::size_t kc) {
-    float* strip = packing_buffer(Pack::A, MR * kc);
-    for (std::size_t r = 0; r < rows; ++r) std::memcpy(strip + r * kc, A.row(i0 + r).data() + pc, kc * sizeof(float));
-    return strip;
 }
 
 // C = scale·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
@@ -89,12 +78,12 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
         return;
     }
     // Two loop orders (see 3. above). A B of at most 4 panels (α·V) keeps each panel in L1 while a
-    // block of A's rows, read in place, passes; a wider B keeps a packed strip of A in L1 while the
-    // panels pass. The depth of a block is what the operand that stays in L1 leaves room for.
+    // block of A's rows passes; a wider B keeps a strip of A in L1 while the panels pass. The depth
+    // of a block is what the operand that stays in L1 leaves room for.
     const GemmBlocks shape = gemm_blocks(blocking, k, n, NR);
     const bool narrow = shape.narrow;
     const std::size_t KC = shape.kc, NC = shape.nc;
-    float* const packed = packing_buffer(Pack::B, std::min(KC, k) * round_up(std::min(NC, n), NR));
+    float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
     const std::size_t ldc = C.cols();
     const auto strips = static_cast<std::ptrdiff_t>((m + MR - 1) / MR);
     [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), std::size_t(strips));
@@ -116,26 +105,23 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
                 pack_panel(B, layout, pc, kc, j0, std::min(NR, n - j0), packed + static_cast<std::size_t>(q) * kc * NR);
             }
             // (implicit barrier: all panels are packed before anyone reads them)
-            // The tile of C at (strip, panel q), from a strip of A whose rows are lda floats apart.
-            const auto tile = [&](std::ptrdiff_t strip, std::ptrdiff_t q, const float* a, std::size_t lda) {
-                const std::size_t i0 = static_cast<std::size_t>(strip) * MR, j0 = jc + static_cast<std::size_t>(q) * NR;
-                run_microkernel(std::min(MR, m - i0), kc, a, lda, packed + static_cast<std::size_t>(q) * kc * NR, NR,
-                                C.data() + i0 * ldc + j0, ldc, std::min(NR, n - j0), first, last, scale);
+            // The tile of C at rows [i0, i0+MR) and panel q, from A read in place.
+            const auto tile = [&](std::size_t i0, std::ptrdiff_t q) {
+                const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
+                run_microkernel(std::min(MR, m - i0), kc, A.row(i0).data() + pc, k,
+                                packed + static_cast<std::size_t>(q) * kc * NR, NR, C.data() + i0 * ldc + j0, ldc,
+                                std::min(NR, n - j0), first, last, scale);
             };
-            if (!narrow) {  // each strip of A, packed, runs over every panel
+            if (!narrow) {  // each strip of A runs over every panel
 #pragma omp for schedule(static)
-                for (std::ptrdiff_t strip = 0; strip < strips; ++strip) {
-                    const std::size_t i0 = static_cast<std::size_t>(strip) * MR;
-                    const float* a = pack_strip(A, i0, std::min(MR, m - i0), pc, kc);
-                    for (std::ptrdiff_t q = 0; q < panels; ++q) tile(strip, q, a, kc);
-                }
-            } else {  // each panel stays in L1 while a block of A's rows, read in place, passes it
+                for (std::ptrdiff_t strip = 0; strip < strips; ++strip)
+                    for (std::ptrdiff_t q = 0; q < panels; ++q) tile(static_cast<std::size_t>(strip) * MR, q);
+            } else {  // each panel stays in L1 while a block of A's rows passes it
 #pragma omp for schedule(static)
                 for (std::ptrdiff_t block = 0; block < blocks; ++block) {
                     const std::size_t i0 = static_cast<std::size_t>(block) * MC, end = std::min(m, i0 + MC);
                     for (std::ptrdiff_t q = 0; q < panels; ++q)
-                        for (std::size_t i = i0; i < end; i += MR)
-                            tile(static_cast<std::ptrdiff_t>(i / MR), q, A.row(i).data() + pc, k);
+                        for (std::size_t i = i0; i < end; i += MR) tile(i, q);
                 }
             }
             // (implicit barrier: nobody repacks while another thread still reads the panels)

@@ -46,8 +46,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
                           Threads threads, const Blocking& blocking = simd::blocking());
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
-// matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread and
-// a packed strip of A (MR rows, whatever m is) on every thread of the team;
+// matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
 // fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
 std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
 std::uint64_t fused_scratch_bytes(std::size_t d_k);
