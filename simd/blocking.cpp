@@ -201,7 +201,9 @@ GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const st
     const std::size_t kc = std::min(((k + blocks - 1) / blocks + 7) / 8 * 8, most);
     // The packed block of B keeps its size, kc·nc floats: a shallower one is wider (S = Q·Kᵀ has
     // k = d_k = 64: at kc = 168, nc = 768 becomes 2016, so S's rows are walked in longer runs).
-    const std::size_t nc = narrow ? std::max<std::size_t>(n, 1) : std::max<std::size_t>(b.kc * b.nc / kc / NR, 1) * NR;
+    // (k = 0 makes kc = 0: an empty product, whose scratch the budget still asks for.)
+    const std::size_t nc = narrow ? std::max<std::size_t>(n, 1)
+                                  : std::max<std::size_t>(b.kc * b.nc / std::max<std::size_t>(kc, 1) / NR, 1) * NR;
     return {narrow, kc, nc};
 }
 

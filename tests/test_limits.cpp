@@ -25,6 +25,7 @@
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "matrix/size.hpp"
+#include "simd/simd.hpp"
 #include "temp_dir.hpp"
 
 using attn::random_matrix;
@@ -174,6 +175,15 @@ TEST_CASE("the memory a call needs is known before it allocates, and a budget re
     // The fused scratch no longer grows with d_v (a 1×2,621,440 V needed 5.2 GB of it).
     CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) ==
           attn::attention_bytes(1, 1, 4, 16, Backend::fused) + 4 * (2621440 - 16));
+    // Empty sizes are counted too, and need no scratch for the GEMM (the fuzzer found d_model = 0
+    // divided by a zero depth: a 0×0 X of a layer).
+    for (Backend b : all_backends) {
+        for (std::size_t width : {0, 3, 1000}) {  // narrow and wide products of no depth
+            CHECK_NOTHROW(attn::projection_bytes(width, 0, width, width, b));
+            CHECK_NOTHROW(attn::attention_bytes(5, width, 0, width, b));
+        }
+    }
+    CHECK(attn::simd::gemm_scratch_bytes(5, 0, 1000) == 0);
     attn::MemoryBudget budget(std::uint64_t{8} << 30, "the --max-memory limit");
     budget.charge(12 << 20, "inputs");
     CHECK_THROWS_WITH(budget.charge(S, "S"),
