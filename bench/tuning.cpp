@@ -4,8 +4,10 @@
 //
 //   BM_tune_gemm/kc:K/nc:N      C = A·B, 1024³, one thread: kc varied at the model's nc, and nc at its kc
 //   BM_tune_core/kc:K/nc:N      the materialised core (S = scale·Q·Kᵀ, softmax, α·V), n = 2048, d = 64,
-//                               all threads: the same two sweeps (its products have k = 64 and 2048)
+//                               all threads: the same two sweeps, which reach its wide product S = Q·Kᵀ
+//                               (α·V, narrow, uses panel_kc and panel_mc)
 //   BM_tune_fused/rows:R/keys:C the fused core, n = 2048, d = 64, all threads: the same for its two sizes
+//                               (fused_rows, and panel_kc as its keys per tile)
 //
 // The model's own choice carries the label "model". `rows` is the cap the kernel balances under
 // (simd::balanced_rows), as in normal calls.
