@@ -24,8 +24,9 @@
 // Accuracy, against the double exp and exp2 for every float argument in [−88, 0] and [−127, 0]
 // (tests/test_simd.cpp, "softmax exp"): wherever the result is a normal float, e^x is at most
 // 0.99 ulp off with SSE2 and 1.01 ulp with AVX2 and AVX-512, 2^t at most 1.08 and 0.80 ulp (measured
-// on x86-64; the test fails above 1.25); where it is not, a value within FLT_MIN of it (0 at −∞). xsimd::exp costs more
-// because it handles every x (range checks and selects for overflow, large and positive arguments).
+// on x86-64; the test fails above 1.25); where it is not, a value within FLT_MIN of it (0 at −∞).
+// xsimd::exp costs more because it handles every x (range checks and selects for overflow, large and
+// positive arguments).
 // Measured in docs/performance.md ("Where the time goes" and "The fused kernel in base 2").
 #pragma once
 

@@ -70,8 +70,8 @@ float row_max(std::span<const float> x) {
     Batch m(neg_inf);
     std::size_t k = 0;
     for (; k + W <= x.size(); k += W) m = xsimd::max(m, Batch::load_unaligned(x.data() + k));
-    // The lanes by shuffles (simd: all_lanes_max), the tail by plain comparisons, inlined (std::fmax
-    // is a call into libm: 17 of them a row were 1.5% of the fused kernel's time, perf at n = 4096).
+    // The lanes by shuffles (all_lanes_max), the tail by plain comparisons, inlined (std::fmax is a
+    // call into libm: 17 of them a row were 1.5% of the fused kernel's time, perf at n = 4096).
     float result = all_lanes_max(m).get(0);
     for (; k < x.size(); ++k) result = x[k] > result ? x[k] : result;
     return result;
