@@ -138,6 +138,7 @@ void fill_gaps(CacheLevel& level, const CacheLevel& assumed) {
 }
 
 std::size_t round_down(std::size_t x, std::size_t unit) { return std::max(x / unit, std::size_t{1}) * unit; }
+std::size_t round_up(std::size_t x, std::size_t unit) { return (x + unit - 1) / unit * unit; }
 
 std::size_t sets(const CacheLevel& c) {
     return std::max<std::size_t>(c.bytes / (std::max<std::size_t>(c.ways, 1) * std::max<std::size_t>(c.line, 1)), 1);
@@ -198,7 +199,7 @@ GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const st
     // Depth blocks of equal size, at most `most`: k = 2048 with 288 makes 8 blocks of 256 rather
     // than 7 of 288 and a last one of 32, which would pay a full pass over C for 1/9 of the work.
     const std::size_t blocks = std::max<std::size_t>((k + most - 1) / most, 1);
-    const std::size_t kc = std::min(((k + blocks - 1) / blocks + 7) / 8 * 8, most);
+    const std::size_t kc = std::min(round_up((k + blocks - 1) / blocks, 8), most);
     // The packed block of B keeps its size, kc·nc floats: a shallower one is wider (S = Q·Kᵀ has
     // k = d_k = 64: at kc = 168, nc = 768 becomes 2016, so S's rows are walked in longer runs).
     // (k = 0 makes kc = 0: an empty product, whose scratch the budget still asks for.)
