@@ -3,6 +3,7 @@
 #include "matrix/ops.hpp"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,27 +103,39 @@ Matrix causal_mask(const Matrix& S) {
 // A NaN must win every comparison here, so that it is reported rather than skipped.
 static double larger(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
 
-// Σ_k x_k² in double (a float square can overflow). Eight partial sums, each in its own order, let
-// the compiler use vector instructions without reassociating any one of them: this check runs on
-// every attention call, and the one-accumulator loop cost ~12% of a fused n = 2048 core.
-static double sum_of_squares(std::span<const float> x) {
-    double part[8] = {};
+// Σ_k x_k², summed in `Sum`. Eight partial sums, each in its own order, let the compiler use vector
+// instructions without reassociating any one of them: this check runs on every attention call, and
+// the one-accumulator loop cost ~12% of a fused n = 2048 core.
+template <class Sum>
+static Sum sum_of_squares(std::span<const float> x) {
+    Sum part[8] = {};
     std::size_t k = 0;
     for (; k + 8 <= x.size(); k += 8)
-        for (std::size_t lane = 0; lane < 8; ++lane) part[lane] += double(x[k + lane]) * x[k + lane];
-    double sum = 0.0;
-    for (; k < x.size(); ++k) sum += double(x[k]) * x[k];
-    for (double p : part) sum += p;
+        for (std::size_t lane = 0; lane < 8; ++lane) part[lane] += Sum(x[k + lane]) * Sum(x[k + lane]);
+    Sum sum = 0;
+    for (; k < x.size(); ++k) sum += Sum(x[k]) * Sum(x[k]);
+    for (Sum p : part) sum += p;
     return sum;
 }
 
-double norm(std::span<const float> x) { return std::sqrt(sum_of_squares(x)); }
+double norm(std::span<const float> x) { return std::sqrt(sum_of_squares<double>(x)); }  // a float square can overflow
 
+// The guard of every call takes this of Q, K and V: the threads of the fast paths wait for it.
+// So a row is summed in float first, four lanes a vector instead of two (SSE2): 25 → 12 ns for a
+// row of 64 (AMD EPYC family 25), fused core 1.01–1.03× on two threads (docs/performance.md). That sum is kept where it is in
+// [2⁻⁶⁰, FLT_MAX]: no square overflowed, and squares too small to be normal floats add less than
+// d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then within d·2⁻²⁴ (relative) of the exact sum, which a bound
+// kept under half the float range never notices. Any other row (huge or tiny entries, NaN, ±inf) is
+// summed again in double. The lengths are compared squared, and √ taken once.
 double max_row_norm(const Matrix& A) {
-    double result = 0.0;
-    if (A.cols() == 0) return result;  // a header may claim 2⁶² empty rows: don't walk them
-    for (std::size_t i = 0; i < A.rows(); ++i) result = larger(result, norm(A.row(i)));
-    return result;
+    double largest = 0.0;               // of the squared lengths
+    if (A.cols() == 0) return largest;  // a header may claim 2⁶² empty rows: don't walk them
+    for (std::size_t i = 0; i < A.rows(); ++i) {
+        const float fast = sum_of_squares<float>(A.row(i));
+        const bool exact_enough = fast >= 0x1p-60f && fast <= std::numeric_limits<float>::max();
+        largest = larger(largest, exact_enough ? double(fast) : sum_of_squares<double>(A.row(i)));
+    }
+    return std::sqrt(largest);
 }
 
 double max_col_norm(const Matrix& A) {

@@ -104,3 +104,23 @@ TEST_CASE("causal_mask puts -inf strictly above the diagonal and keeps the rest"
 TEST_CASE("causal_mask refuses a non-square matrix and names its shape", "[ops][mask][errors]") {
     CHECK_THROWS_WITH(attn::causal_mask(Matrix(2, 3)), "causal_mask: (2×3): needs a square n×n score matrix");
 }
+
+TEST_CASE("max_row_norm is the largest row length, summed in float only where that is safe", "[ops][norm]") {
+    // ordinary entries: the float sum is kept, within d·2⁻²⁴ of the double one (d = 70: a tail past 8 lanes)
+    Matrix m(5, 70);
+    for (std::size_t i = 0; i < m.rows(); ++i)
+        for (std::size_t j = 0; j < m.cols(); ++j) m(i, j) = std::sin(float(7 * i + j)) * float(i + 1);
+    double exact = 0.0;
+    for (std::size_t i = 0; i < m.rows(); ++i) exact = std::max(exact, attn::norm(m.row(i)));
+    CHECK(attn::max_row_norm(m) == Approx(exact).epsilon(70 * 0x1p-24));
+    // squares that overflow float, and squares below its normal range: summed again in double, exactly
+    Matrix huge{{3e30f, 4e30f}, {1.0f, 2.0f}}, tiny{{3e-25f, 4e-25f}, {1e-26f, 0.0f}};
+    CHECK(attn::max_row_norm(huge) == attn::norm(huge.row(0)));
+    CHECK(attn::max_row_norm(tiny) == attn::norm(tiny.row(0)));
+    CHECK(attn::max_row_norm(tiny) == Approx(5e-25).epsilon(1e-6));
+    // NaN and ±inf are reported, wherever they are; an empty or all-zero matrix has length 0
+    CHECK(std::isnan(attn::max_row_norm(Matrix{{1e30f, 1.0f}, {std::nanf(""), 0.0f}})));
+    CHECK(attn::max_row_norm(Matrix{{1.0f, -inf}, {2.0f, 0.0f}}) == inf);
+    CHECK(attn::max_row_norm(Matrix(3, 4)) == 0.0);
+    CHECK(attn::max_row_norm(Matrix(3, 0)) == 0.0);
+}
