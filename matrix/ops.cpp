@@ -120,13 +120,14 @@ static Sum sum_of_squares(std::span<const float> x) {
 
 double norm(std::span<const float> x) { return std::sqrt(sum_of_squares<double>(x)); }  // a float square can overflow
 
-// The guard of every call takes this of Q, K and V: the threads of the fast paths wait for it.
-// So a row is summed in float first, four lanes a vector instead of two (SSE2): 25 → 12 ns for a
-// row of 64 (AMD EPYC family 25), fused core 1.01–1.03× on two threads (docs/performance.md). That sum is kept where it is in
-// [2⁻⁶⁰, FLT_MAX]: no square overflowed, and squares too small to be normal floats add less than
-// d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then within d·2⁻²⁴ (relative) of the exact sum, which a bound
-// kept under half the float range never notices. Any other row (huge or tiny entries, NaN, ±inf) is
-// summed again in double. The lengths are compared squared, and √ taken once.
+// The guard of every call takes this of Q, K and V, on one thread: the other threads of the fast
+// paths wait for it. So a row is summed in float first, four lanes a vector instead of two (SSE2):
+// 25 → 12 ns for a row of 64 (AMD EPYC family 25), fused core 1.01–1.03× on two threads
+// (docs/performance.md). That sum is kept where it lies in [2⁻⁶⁰, FLT_MAX]: no square overflowed,
+// and squares too small to be normal floats add less than d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then
+// within d·2⁻²⁴ (relative) of the exact sum, which a bound kept under half the float range never
+// notices. Any other row (huge or tiny entries, NaN, ±inf) is summed again in double. The lengths
+// are compared squared, and √ taken once.
 double max_row_norm(const Matrix& A) {
     double largest = 0.0;               // of the squared lengths
     if (A.cols() == 0) return largest;  // a header may claim 2⁶² empty rows: don't walk them
