@@ -138,7 +138,6 @@ void fill_gaps(CacheLevel& level, const CacheLevel& assumed) {
 }
 
 std::size_t round_down(std::size_t x, std::size_t unit) { return std::max(x / unit, std::size_t{1}) * unit; }
-std::size_t round_up(std::size_t x, std::size_t unit) { return (x + unit - 1) / unit * unit; }
 
 std::size_t sets(const CacheLevel& c) {
     return std::max<std::size_t>(c.bytes / (std::max<std::size_t>(c.ways, 1) * std::max<std::size_t>(c.line, 1)), 1);

@@ -11,6 +11,9 @@ namespace attn::simd {
 // columns, NR = two batches, are 8 floats with SSE2 or NEON, 16 with AVX2 and 32 with AVX-512.
 inline constexpr std::size_t MR = 6;
 
+// x rounded up to a multiple of `unit` (≥ 1): the padded widths of packed panels and per-row buffers.
+inline constexpr std::size_t round_up(std::size_t x, std::size_t unit) { return (x + unit - 1) / unit * unit; }
+
 // One data cache level: total bytes, ways of associativity, bytes per line, and how many logical
 // CPUs share it. Zero fields mean "not reported".
 struct CacheLevel {

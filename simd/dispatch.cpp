@@ -136,7 +136,7 @@ std::uint64_t gemm_scratch_bytes(std::size_t /* m: A is read in place */, std::s
     // the packed panels of B (kc × nc at most), on the calling thread
     const std::size_t NR = tile_columns();
     const GemmBlocks g = gemm_blocks(blocking(), k, n, NR);
-    return matrix_bytes(std::min(g.kc, k), (std::min(g.nc, n) + NR - 1) / NR * NR);
+    return matrix_bytes(std::min(g.kc, k), round_up(std::min(g.nc, n), NR));
 }
 
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
@@ -149,7 +149,7 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
     const std::size_t BR = blocking().fused_rows, BC = blocking().panel_kc, NR = tile_columns();
     // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, and four floats
     // per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches
-    const std::size_t padded_rows = (BR + batch_width() - 1) / batch_width() * batch_width();
+    const std::size_t padded_rows = round_up(BR, batch_width());
     const std::uint64_t floats =
         checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");

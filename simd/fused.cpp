@@ -55,7 +55,7 @@ struct Scratch {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) b.resize(n);
         };
-        const std::size_t padded_rows = (rows + W - 1) / W * W;  // the per-row buffers are read W rows at a time
+        const std::size_t padded_rows = round_up(rows, W);  // the per-row buffers are read W rows at a time
         grow(scores, rows * keys);
         grow(k_panel, d_k * NR);
         grow(v_panel, keys * NR);

@@ -29,6 +29,4 @@ inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::siz
         for (std::size_t p = 0; p < kc; ++p) std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0f);
 }
 
-inline std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
-
 }  // namespace attn::simd::ATTN_ISA
