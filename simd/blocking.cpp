@@ -5,6 +5,7 @@
 //   wide B (more than 4 panels: X·W, S = Q·Kᵀ, the 1024³ benchmark)
 //   - a strip of A, MR × kc floats, reused by every panel of B → L1;
 //   - the packed block of B, kc × nc floats, reused by every strip of A → L2;
+//   and what does not stay anywhere, A and C, comes from L3 as few times as kc and nc allow;
 //   narrow B (at most 4 panels: α·V with d_v = 64)
 //   - a panel of B, panel_kc × NR floats, reused by every strip of a block of A → L1;
 //   - the block of A, panel_mc × panel_kc floats, reused by every panel → L2.
@@ -20,16 +21,22 @@
 // for everything else (the C tile, the stack). With N = bytes / (W · line) sets, w ways hold
 // w · N · line bytes.
 //
-//   L1 → the depths. What stays takes s floats per step of p, what passes it p floats; sharing
-//   W₁ − 1 ways in proportion s : p, what stays gets w = ⌊(W₁ − 1) · s / (s + p)⌋ ways (at least 1),
-//   and its depth is w · N₁ · line / (s · 4 bytes), rounded down to a multiple of 8.
-//     wide, the A strip stays (s = MR, p = NR). Zen 3 (32 KiB, 8 ways, AVX2: NR = 16):
-//       w = ⌊7 · 6/22⌋ = 1 → kc = 64 · 64 / 24 = 170 → 168.
-//     narrow, the B panel stays (s = NR, p = MR). Zen 3, AVX2: w = ⌊7 · 16/22⌋ = 5 →
-//       panel_kc = 5 · 64 · 64 / 64 = 320.
+//   L2 and L3 → kc and nc (wide). The B block stays while strips of A and rows of C pass; it gets
+//   half of this core's share of L2, so kc · nc = L2 / 2 / 4 bytes = F floats. Everything else
+//   comes from L3: every depth block reads and writes all of C (8 bytes an element, m·n·k / kc in
+//   all) and every column block reads all of A (4 bytes, m·n·k / nc). With nc = F / kc that traffic
+//   is m·n·k · (8/kc + 4·kc/F), least at kc = √(2F), rounded down to a multiple of 8 and capped so
+//   that the A strip fits L1 but one way (MR · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = F / kc rounded
+//   down to NR. Zen 3 (512 KiB, AVX2: NR = 16): F = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
+//   (kc from the A strip's share of L1 alone, 168 here, made a 1024³ product pass over C 7 times
+//   instead of 3; on an AVX-512 Zen 4 core, where it gives 512, the product ran 1.03–1.06× faster
+//   for it: docs/performance.md.)
 //
-//   L2 → nc. The B block stays while strips of A and rows of C pass; it gets half of this core's
-//   share of L2: nc = ⌊L2 / 2 / (kc · 4)⌋ rounded down to NR. Zen 3 (512 KiB): 262144 / 672 = 390 → 384.
+//   L1 → the narrow depth. What stays, the B panel, takes s = NR floats per step of p, what passes
+//   it (a strip of A) p = MR; sharing W₁ − 1 ways in proportion s : p, the panel gets
+//   w = ⌊(W₁ − 1) · s / (s + p)⌋ ways (at least 1), and its depth is w · N₁ · line / (s · 4 bytes),
+//   rounded down to a multiple of 8. Zen 3 (32 KiB, 8 ways), AVX2: w = ⌊7 · 16/22⌋ = 5 →
+//   panel_kc = 5 · 64 · 64 / 64 = 320.
 //
 //   L2 → panel_mc. The block of A stays; the panel passes through, taking ⌈panel_kc·NR·4 / (N₂·line)⌉
 //   ways; one more way is left free:
@@ -37,7 +44,7 @@
 //   Zen 3 (512 KiB, 8 ways): the panel is 20 KiB = 1 way, w_A = 6 → 6 · 1024 · 64 / 1280 = 307 → 306.
 //
 // The Intel Xeon of docs/performance.md (L1d 48 KiB 12-way, L2 2 MiB 16-way, AVX-512: NR = 32):
-// kc: w = ⌊11 · 6/38⌋ = 1 → 168, nc = 1048576 / 672 = 1560 → 1536; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
+// F = 262144, √524288 = 724 → kc = 720, nc = 364 → 352; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
 // 9 · 64 · 64 / 128 = 288; the panel (36 KiB) takes 1 way of L2, w_A = 14 → panel_mc = 14 · 2048 · 64 /
 // 1152 = 1592 → 1590.
 //
@@ -139,6 +146,13 @@ void fill_gaps(CacheLevel& level, const CacheLevel& assumed) {
 
 std::size_t round_down(std::size_t x, std::size_t unit) { return std::max(x / unit, std::size_t{1}) * unit; }
 
+// ⌊√x⌋ in integers, so that the model gives the same blocks whatever the floating-point unit does.
+std::size_t integer_sqrt(std::size_t x) {
+    std::size_t r = 0;
+    while ((r + 1) * (r + 1) <= x) ++r;
+    return r;
+}
+
 std::size_t sets(const CacheLevel& c) {
     return std::max<std::size_t>(c.bytes / (std::max<std::size_t>(c.ways, 1) * std::max<std::size_t>(c.line, 1)), 1);
 }
@@ -178,9 +192,13 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     };
     const CacheLevel l2{c.l2.bytes / std::max<std::size_t>(c.l2.shared_by, 1), c.l2.ways, c.l2.line, 1};  // this core's
     const std::size_t l2_way = sets(l2) * l2.line;
-    // Wide: the A strip stays in L1 while B panels pass; the B block takes half of L2.
-    const std::size_t kc = depth_from_l1(MR, NR);
-    const std::size_t nc = std::min(round_down(l2.bytes / 2 / (kc * F), NR), std::size_t{8192});
+    // Wide: the B block, kc × nc floats, takes half of L2; kc = √(2·kc·nc) moves the least of A and
+    // C through L3, as long as the A strip, MR × kc, fits L1 but one way.
+    const std::size_t block_floats = l2.bytes / 2 / F;
+    const std::size_t strip_depth = (l1_ways - 1) * l1_way / (MR * F);
+    const std::size_t kc = std::clamp(round_down(std::min(integer_sqrt(2 * block_floats), strip_depth), 8),
+                                      std::size_t{64}, std::size_t{1024});
+    const std::size_t nc = std::min(round_down(block_floats / kc, NR), std::size_t{8192});
     // Narrow: the B panel stays in L1 while strips pass; the block of A takes what the passing
     // panel and one free way leave of L2.
     const std::size_t panel_kc = depth_from_l1(NR, MR);
@@ -200,7 +218,7 @@ GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const st
     const std::size_t blocks = std::max<std::size_t>((k + most - 1) / most, 1);
     const std::size_t kc = std::min(round_up((k + blocks - 1) / blocks, 8), most);
     // The packed block of B keeps its size, kc·nc floats: a shallower one is wider (S = Q·Kᵀ has
-    // k = d_k = 64: at kc = 168, nc = 768 becomes 2016, so S's rows are walked in longer runs).
+    // k = d_k = 64: at kc = 360, nc = 176 becomes 990 → 976, so S's rows are walked in longer runs).
     // (k = 0 makes kc = 0: an empty product, whose scratch the budget still asks for.)
     const std::size_t nc = narrow ? std::max<std::size_t>(n, 1)
                                   : std::max<std::size_t>(b.kc * b.nc / std::max<std::size_t>(kc, 1) / NR, 1) * NR;

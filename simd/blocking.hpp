@@ -37,7 +37,7 @@ const Caches& caches();
 // panels, keeps a panel of B in L1 and runs a block of A's rows (of α) in L2 over it, and so does
 // the fused kernel with a panel of V and a block of scores.
 struct Blocking {
-    std::size_t kc;          // wide: depth of the strip of A held in L1, from L1
+    std::size_t kc;          // wide: depth of the strip of A held in L1, from L2 (the least traffic of A and C)
     std::size_t nc;          // wide: columns of the packed block of B, a multiple of NR, from L2
     std::size_t panel_kc;    // narrow: depth of the panel of B held in L1, from L1 (fused: keys per tile)
     std::size_t panel_mc;    // narrow: rows of A per block, a multiple of MR, from L2
@@ -72,7 +72,7 @@ std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t thread
 
 // "L1d 48 KiB 12-way, L2 2 MiB 16-way, L3 260 MiB 20-way shared by 2 (sysfs)"
 std::string describe(const Caches& c);
-// "wide: kc 168, nc 1536; narrow: 1590 rows × 288 deep; fused: 906 query rows × 288 keys"
+// "wide: kc 720, nc 352; narrow: 1590 rows × 288 deep; fused: 906 query rows × 288 keys"
 std::string describe(const Blocking& b);
 
 }  // namespace attn::simd

@@ -35,8 +35,8 @@ bool same_bits(const Matrix& a, const Matrix& b) {
 
 TEST_CASE("the cache model gives the sizes derived by hand, for every tile width", "[simd][blocking]") {
     // simd/blocking.cpp derives the NR = 16 (AVX2) figures on Zen 3 and the NR = 32 (AVX-512) ones
-    // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: the A strip gets ⌊7·6/14⌋ = 3 ways → kc = 3·64·64/24
-    // = 512, nc = 256 KiB/2048 = 128; the B panel gets ⌊7·8/14⌋ = 4 ways → panel_kc = 4·64·64/32 =
+    // on the Xeon; NR = 8 (NEON, SSE) on Zen 3: kc = 360 as for AVX2 (it does not depend on NR),
+    // nc = 65536/360 = 182 → 176; the B panel gets ⌊7·8/14⌋ = 4 ways → panel_kc = 4·64·64/32 =
     // 512, its 16 KiB take 1 way of L2 → panel_mc = 6·65536/2048 = 192; BR = 256 KiB/2048 = 128 → 126.
     // Every width is checked whatever this build or CPU runs: the model is a pure function.
     for (const std::size_t NR : {8, 16, 32}) {
@@ -44,9 +44,9 @@ TEST_CASE("the cache model gives the sizes derived by hand, for every tile width
         const Blocking b = attn::simd::blocking_for(c, NR);
         INFO("NR = " << NR << ": " << attn::simd::describe(b));
         const Blocking want =
-            NR == 16   ? Blocking{.kc = 168, .nc = 384, .panel_kc = 320, .panel_mc = 306, .fused_rows = 204}
-            : NR == 32 ? Blocking{.kc = 168, .nc = 1536, .panel_kc = 288, .panel_mc = 1590, .fused_rows = 906}
-                       : Blocking{.kc = 512, .nc = 128, .panel_kc = 512, .panel_mc = 192, .fused_rows = 126};
+            NR == 16   ? Blocking{.kc = 360, .nc = 176, .panel_kc = 320, .panel_mc = 306, .fused_rows = 204}
+            : NR == 32 ? Blocking{.kc = 720, .nc = 352, .panel_kc = 288, .panel_mc = 1590, .fused_rows = 906}
+                       : Blocking{.kc = 360, .nc = 176, .panel_kc = 512, .panel_mc = 192, .fused_rows = 126};
         CHECK(b.kc == want.kc);
         CHECK(b.nc == want.nc);
         CHECK(b.panel_mc == want.panel_mc);
