@@ -22,12 +22,12 @@
 // w · N · line bytes.
 //
 //   L2 and L3 → kc and nc (wide). The B block stays while strips of A and rows of C pass; it gets
-//   half of this core's share of L2, so kc · nc = L2 / 2 / 4 bytes = F floats. Everything else
+//   half of this core's share of L2, so kc · nc = L2 / 2 / 4 bytes = M floats. Everything else
 //   comes from L3: every depth block reads and writes all of C (8 bytes an element, m·n·k / kc in
-//   all) and every column block reads all of A (4 bytes, m·n·k / nc). With nc = F / kc that traffic
-//   is m·n·k · (8/kc + 4·kc/F), least at kc = √(2F), rounded down to a multiple of 8 and capped so
-//   that the A strip fits L1 but one way (MR · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = F / kc rounded
-//   down to NR. Zen 3 (512 KiB, AVX2: NR = 16): F = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
+//   all) and every column block reads all of A (4 bytes, m·n·k / nc). With nc = M / kc that traffic
+//   is m·n·k · (8/kc + 4·kc/M), least at kc = √(2M), rounded down to a multiple of 8 and capped so
+//   that the A strip fits L1 but one way (MR · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = M / kc rounded
+//   down to NR. Zen 3 (512 KiB, AVX2: NR = 16): M = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
 //   (kc from the A strip's share of L1 alone, 168 here, made a 1024³ product pass over C 7 times
 //   instead of 3; on an AVX-512 Zen 4 core, where it gives 512, the product ran 1.03–1.06× faster
 //   for it: docs/performance.md.)
@@ -44,7 +44,7 @@
 //   Zen 3 (512 KiB, 8 ways): the panel is 20 KiB = 1 way, w_A = 6 → 6 · 1024 · 64 / 1280 = 307 → 306.
 //
 // The Intel Xeon of docs/performance.md (L1d 48 KiB 12-way, L2 2 MiB 16-way, AVX-512: NR = 32):
-// F = 262144, √524288 = 724 → kc = 720, nc = 364 → 352; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
+// M = 262144, √524288 = 724 → kc = 720, nc = 364 → 352; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
 // 9 · 64 · 64 / 128 = 288; the panel (36 KiB) takes 1 way of L2, w_A = 14 → panel_mc = 14 · 2048 · 64 /
 // 1152 = 1592 → 1590.
 //
@@ -192,8 +192,8 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     };
     const CacheLevel l2{c.l2.bytes / std::max<std::size_t>(c.l2.shared_by, 1), c.l2.ways, c.l2.line, 1};  // this core's
     const std::size_t l2_way = sets(l2) * l2.line;
-    // Wide: the B block, kc × nc floats, takes half of L2; kc = √(2·kc·nc) moves the least of A and
-    // C through L3, as long as the A strip, MR × kc, fits L1 but one way.
+    // Wide: the B block, kc × nc = M floats, takes half of L2; kc = √(2M) moves the least of A and C
+    // through L3, as long as the A strip, MR × kc, fits L1 but one way.
     const std::size_t block_floats = l2.bytes / 2 / F;
     const std::size_t strip_depth = (l1_ways - 1) * l1_way / (MR * F);
     const std::size_t kc = std::clamp(round_down(std::min(integer_sqrt(2 * block_floats), strip_depth), 8),
