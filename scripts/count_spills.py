@@ -4,7 +4,8 @@
     /usr/bin/python3 scripts/count_spills.py [--build build] [--march x86-64-v3 x86-64-v4] [--self-test]
 
 The register tile of simd/microkernel.hpp keeps 2·R accumulators (12 for R = 6) plus two rows of B
-and one broadcast of A in vector registers: 15 of AVX2's 16, 15 of AVX-512's 32. If the compiler
+and one broadcast of A in vector registers: 15 of AVX2's 16; AVX-512's wide products run R = 12,
+27 of its 32 (the 24-FMA loop counts as a main tile too: 2·MR FMAs or more). If the compiler
 ran out, it would store some of them to the stack and load them back on every step of p, and the
 tile would lose what it is for. This takes the build's own compile commands for simd/gemm.cpp and
 simd/fused.cpp (the two files the microkernel is compiled into; from BUILD/compile_commands.json,

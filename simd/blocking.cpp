@@ -26,8 +26,9 @@
 //   comes from L3: every depth block reads and writes all of C (8 bytes an element, m·n·k / kc in
 //   all) and every column block reads all of A (4 bytes, m·n·k / nc). With nc = M / kc that traffic
 //   is m·n·k · (8/kc + 4·kc/M), least at kc = √(2M), rounded down to a multiple of 8 and capped so
-//   that the A strip fits L1 but one way (MR · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = M / kc rounded
-//   down to NR. Zen 3 (512 KiB, AVX2: NR = 16): M = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
+//   that the A strip, R = tall_rows rows (6, or 12 with AVX-512), fits L1 but one way
+//   (R · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = M / kc rounded down to NR. Zen 3 (512 KiB, AVX2:
+//   NR = 16): M = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
 //   (kc from the A strip's share of L1 alone, 168 here, made a 1024³ product pass over C 7 times
 //   instead of 3; on an AVX-512 Zen 4 core, where it gives 512, the product ran 1.03–1.06× faster
 //   for it: docs/performance.md.)
@@ -193,9 +194,9 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     const CacheLevel l2{c.l2.bytes / std::max<std::size_t>(c.l2.shared_by, 1), c.l2.ways, c.l2.line, 1};  // this core's
     const std::size_t l2_way = sets(l2) * l2.line;
     // Wide: the B block, kc × nc = M floats, takes half of L2; kc = √(2M) moves the least of A and C
-    // through L3, as long as the A strip, MR × kc, fits L1 but one way.
+    // through L3, as long as the A strip, tall_rows × kc, fits L1 but one way.
     const std::size_t block_floats = l2.bytes / 2 / F;
-    const std::size_t strip_depth = (l1_ways - 1) * l1_way / (MR * F);
+    const std::size_t strip_depth = (l1_ways - 1) * l1_way / (tall_rows(NR) * F);
     const std::size_t kc = std::clamp(round_down(std::min(integer_sqrt(2 * block_floats), strip_depth), 8),
                                       std::size_t{64}, std::size_t{1024});
     const std::size_t nc = std::min(round_down(block_floats / kc, NR), std::size_t{8192});

@@ -14,14 +14,15 @@
 //    cache while the rest streams past it. Which way round depends on the width of B
 //    (simd/blocking.cpp derives every size from the running CPU's caches):
 //    - a wide B (more than 4 panels: X·W, S = Q·Kᵀ, 1024³): pack a kc×nc block of B's panels, which
-//      sits in L2; take the rows of A MR at a time, kc deep, a strip that sits in L1, and run each
-//      strip over every panel of the block. C is then written tile after tile along its rows. The
-//      other way round (one panel kept in L1 while every strip of A passes it, as BLIS does) takes
-//      each C tile from 6 rows far apart, new rows at every call, and the first loads of C stall
-//      the tile: at 1024³ about as much as 35 more steps of p per call (on a Zen 4 core), where
-//      along the rows the prefetchers see 6 streams and the tiles cost almost nothing. Measured:
-//      1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at n = 2048–4096 (every call of the old order began
-//      a new tile of S), one thread, AMD EPYC family 25 (docs/performance.md).
+//      sits in L2; take the rows of A MR at a time (2·MR with AVX-512: microkernel.hpp's TALL), kc
+//      deep, a strip that sits in L1, and run each strip over every panel of the block. C is then
+//      written tile after tile along its rows. The other way round (one panel kept in L1 while
+//      every strip of A passes it, as BLIS does) takes each C tile from 6 rows far apart, new rows
+//      at every call, and the first loads of C stall the tile: at 1024³ about as much as 35 more
+//      steps of p per call (on a Zen 4 core), where along the rows the prefetchers see 6 streams
+//      and the tiles cost almost nothing. Measured: 1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at n =
+//      2048–4096 (every call of the old order began a new tile of S), one thread, AMD EPYC family
+//      25 (docs/performance.md).
 //    - a narrow B (α·V, d_v = 64: 2 panels of 32 with AVX-512, 4 of 16 with AVX2): keep one panel in
 //      L1 and run a block of A's rows (panel_mc of them, in L2) over it, the block read in place.
 //      The wide order loses here (α·V 0.79–0.96×, α's strips copied or not): with so few panels
@@ -63,7 +64,7 @@ float* packing_buffer(std::size_t floats) {
 }
 
 // C = scale·(A·B) with B given in `layout`. Loop nest: column block jc → depth block pc (pack the
-// block's panels) → then, wide, MR-row strip → panel → microkernel, or, narrow, block of rows →
+// block's panels) → then, wide, TALL-row strip → panel → microkernel, or, narrow, block of rows →
 // panel → strip → microkernel. Threads split the packing, then the strips (wide) or the blocks
 // (narrow, as many as a multiple of the threads); each C element is written by exactly one thread,
 // and is one FMA chain over p in order whatever the block sizes or the thread count: the result does
@@ -85,7 +86,7 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
     const std::size_t KC = shape.kc, NC = shape.nc;
     float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
     const std::size_t ldc = C.cols();
-    const auto strips = static_cast<std::ptrdiff_t>((m + MR - 1) / MR);
+    const auto strips = static_cast<std::ptrdiff_t>((m + TALL - 1) / TALL);
     [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), std::size_t(strips));
     // Narrow: blocks of at most panel_mc rows, as many as a multiple of the threads, so that no
     // thread waits on a short last block.
@@ -105,23 +106,23 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
                 pack_panel(B, layout, pc, kc, j0, std::min(NR, n - j0), packed + static_cast<std::size_t>(q) * kc * NR);
             }
             // (implicit barrier: all panels are packed before anyone reads them)
-            // The tile of C at rows [i0, i0+MR) and panel q, from A read in place.
-            const auto tile = [&](std::size_t i0, std::ptrdiff_t q) {
+            // The tile of C at rows [i0, i0+height) and panel q, from A read in place.
+            const auto tile = [&](std::size_t i0, std::size_t height, std::ptrdiff_t q) {
                 const std::size_t j0 = jc + static_cast<std::size_t>(q) * NR;
-                run_microkernel(std::min(MR, m - i0), kc, A.row(i0).data() + pc, k,
-                                packed + static_cast<std::size_t>(q) * kc * NR, NR, C.data() + i0 * ldc + j0, ldc,
-                                std::min(NR, n - j0), first, last, scale);
+                run_strip_microkernel(std::min(height, m - i0), kc, A.row(i0).data() + pc, k,
+                                      packed + static_cast<std::size_t>(q) * kc * NR, NR, C.data() + i0 * ldc + j0, ldc,
+                                      std::min(NR, n - j0), first, last, scale);
             };
             if (!narrow) {  // each strip of A runs over every panel
 #pragma omp for schedule(static)
                 for (std::ptrdiff_t strip = 0; strip < strips; ++strip)
-                    for (std::ptrdiff_t q = 0; q < panels; ++q) tile(static_cast<std::size_t>(strip) * MR, q);
+                    for (std::ptrdiff_t q = 0; q < panels; ++q) tile(static_cast<std::size_t>(strip) * TALL, TALL, q);
             } else {  // each panel stays in L1 while a block of A's rows passes it
 #pragma omp for schedule(static)
                 for (std::ptrdiff_t block = 0; block < blocks; ++block) {
                     const std::size_t i0 = static_cast<std::size_t>(block) * MC, end = std::min(m, i0 + MC);
                     for (std::ptrdiff_t q = 0; q < panels; ++q)
-                        for (std::size_t i = i0; i < end; i += MR) tile(i, q);
+                        for (std::size_t i = i0; i < end; i += MR) tile(i, MR, q);
                 }
             }
             // (implicit barrier: nobody repacks while another thread still reads the panels)

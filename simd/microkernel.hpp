@@ -21,6 +21,12 @@ namespace attn::simd::ATTN_ISA {
 
 inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches (MR rows: blocking.hpp)
 
+// Rows of the wide GEMM's tile (blocking.hpp): 12 with AVX-512. The wide order streams B's panels
+// from L2, and in a 12-row tile each loaded row of B serves twice the FMAs it does in a 6-row one.
+// Measured (paired runs, one thread, Intel Xeon family 6 model 167, AVX-512, L1d 48 KiB, L2 2 MiB):
+// 1024³ product 1.10×, S = Q·Kᵀ at n = 2048 1.04× (docs/performance.md).
+inline constexpr std::size_t TALL = tall_rows(NR);
+
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
 // measure what packing adds).
@@ -39,7 +45,9 @@ template <std::size_t R>
     // and the loops over r left rolled, GCC 12 kept acc[][] in memory: 12 vector stores and reloads
     // before the p loop and after it, on every call. One way in, the r loops unrolled: the
     // accumulators stay in registers, worth 1.02× to the fused core and 1.016× to the 1024³ product
-    // (one thread, paired runs, AMD EPYC family 26 with AVX-512, docs/performance.md).
+    // (one thread, paired runs, AMD EPYC family 26 with AVX-512, docs/performance.md). Every r loop
+    // is unrolled for up to 16 rows: at 8, both compilers kept the 12-row tile's acc[][] in memory
+    // (GCC across the stores after the p loop, Clang in the p loop itself).
     alignas(64) float edge[R * NR];
     float* tile = c;
     std::size_t ldt = ldc;
@@ -50,21 +58,27 @@ template <std::size_t R>
         ldt = NR;
     }
     Batch acc[R][2];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
         acc[r][0] = first ? Batch(0.0f) : Batch::load_unaligned(tile + r * ldt);
         acc[r][1] = first ? Batch(0.0f) : Batch::load_unaligned(tile + r * ldt + W);
     }
+    // A's rows, as row r % MR of strip r / MR: the two strips of a tall tile then share five row
+    // offsets, and GCC 12 keeps every pointer in a register. Addressed a[r · lda + p], the twelve
+    // offsets did not fit, and the 12-row loop reloaded two of them from the stack on every step.
+    const float* strip[(R + MR - 1) / MR];
+    for (std::size_t g = 0; g < (R + MR - 1) / MR; ++g) strip[g] = a + g * MR * lda;
     for (std::size_t p = 0; p < kc; ++p) {
         const Batch b0 = Batch::load_unaligned(b + p * ldb);
         const Batch b1 = Batch::load_unaligned(b + p * ldb + W);
+#pragma GCC unroll 16
         for (std::size_t r = 0; r < R; ++r) {
-            const Batch a_rp(a[r * lda + p]);  // broadcast one element of A to every lane
+            const Batch a_rp(strip[r / MR][(r % MR) * lda + p]);  // one element of A in every lane
             acc[r][0] = xsimd::fma(a_rp, b0, acc[r][0]);
             acc[r][1] = xsimd::fma(a_rp, b1, acc[r][1]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (std::size_t r = 0; r < R; ++r) {
         if (last) {
             acc[r][0] *= Batch(scale);
@@ -91,5 +105,17 @@ inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, st
     }
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");
+
+// A strip of the wide GEMM, at most TALL rows: a full one in one tall tile, a shorter one (the
+// bottom of A) MR rows at a time.
+inline void run_strip_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
+                                  std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
+                                  float scale) {
+    if constexpr (TALL > MR)
+        if (rows == TALL) return microkernel<TALL>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+    for (std::size_t r = 0; r < rows; r += MR)
+        run_microkernel(std::min(MR, rows - r), kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, cols, first, last,
+                        scale);
+}
 
 }  // namespace attn::simd::ATTN_ISA

@@ -81,8 +81,9 @@ TEST_CASE("the cache model's sizes fit the caches they were derived from, on any
             INFO("NR = " << NR << ", " << attn::simd::describe(c));
             const Blocking b = attn::simd::blocking_for(c, NR);
             INFO(attn::simd::describe(b));
-            CHECK_NOTHROW(attn::simd::check_blocking("blocking_for", b, NR));                 // every kernel takes them
-            CHECK(MR * b.kc * sizeof(float) <= c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the A strip
+            CHECK_NOTHROW(attn::simd::check_blocking("blocking_for", b, NR));  // every kernel takes them
+            CHECK(attn::simd::tall_rows(NR) * b.kc * sizeof(float) <=
+                  c.l1d.bytes * (c.l1d.ways - 1) / c.l1d.ways);  // the A strip
             CHECK(b.nc % NR == 0);
             if (b.nc > NR) CHECK(b.kc * b.nc * sizeof(float) <= c.l2.bytes / 2);  // the B block (≥ one panel)
             CHECK(b.panel_kc * NR * sizeof(float) <=

@@ -211,12 +211,14 @@ TEST_CASE("simd A·B and scale·A·Bᵀ equal naive for every size 1 to 70 in ea
 TEST_CASE("simd products across every cache-block boundary", "[simd][matmul][large]") {
     // With this CPU's blocks and with small ones that every size here crosses: k > kc crosses a
     // depth block (partial sums stored and reloaded), n > nc a column block; m is split in strips of
-    // MR rows between the threads, with a shorter strip at the end when MR does not divide it.
+    // MR rows between the threads, or of 2·MR with AVX-512, with a shorter strip at the end when they
+    // do not divide it (23 = 12 + 6 + 5 rows: a tall strip, then a tall remainder in two tiles).
     std::mt19937 rng(4);
     const Threads t = GENERATE(Threads::one, Threads::all);
     const attn::simd::Blocking small{.kc = 40, .nc = 64, .panel_kc = 40, .panel_mc = 18, .fused_rows = 12};
     for (const attn::simd::Blocking& blocks : {attn::simd::blocking(), small}) {
-        for (const auto [m, k, n] : {std::array<std::size_t, 3>{150, 600, 97}, {7, 3, 2100}, {300, 64, 300}}) {
+        for (const auto [m, k, n] :
+             {std::array<std::size_t, 3>{150, 600, 97}, {7, 3, 2100}, {300, 64, 300}, {23, 64, 300}}) {
             INFO("m=" << m << " k=" << k << " n=" << n << " kc=" << blocks.kc << " nc=" << blocks.nc);
             const Matrix A = random_matrix(m, k, rng), B = random_matrix(k, n, rng), Bt = attn::transpose(B);
             const Matrix want = attn::matmul(A, B);
