@@ -18,7 +18,10 @@ What fails, and what is only reported:
 - a vector register (xmm/ymm/zmm) loaded from or stored to the stack inside such a loop: a spill;
 - any stack access in the main tile's loop (2·MR FMAs), where every register counts;
 - a loop with no FMA at all in a file (how a Clang AVX-512 build computing x·y + z as vmulps +
-  vaddps was found).
+  vaddps was found);
+- in simd/gemm.cpp, no loop with the tallest tile's FMAs: 2·MR, or 4·MR where AVX-512's zmm
+  registers are used (a Clang build whose loop over the 12 rows was left rolled had none: its
+  accumulators lived in memory, indexed, where the stack check above does not see them).
 An integer reload in a remainder tile's loop (a loop bound kept on the stack) is printed as a note:
 it costs one load per step of a tile that runs only for the last rows of a block.
 
@@ -199,6 +202,11 @@ def main():
                     print(f"info {where}: no FMA instructions (an instruction set without FMA): not checked")
                     continue
                 loops = innermost_fma_loops(text)
+                tallest = 2 * (2 * MR if "%zmm" in text else MR)  # FMAs a step of the tallest tile does
+                if source == "simd/gemm.cpp" and loops and max(loop.fmas for loop in loops) < tallest:
+                    print(f"{'FAIL' if gate else 'info'} {where}: no loop of {tallest} FMAs (the tallest tile, "
+                          f"{tallest // 2} rows: rolled, its accumulators in memory?)")
+                    failures += gate
                 if not loops:
                     print(f"{'FAIL' if gate else 'info'} {where}: no FMA loop found (fma computed as multiply and add?)")
                     failures += gate
