@@ -6,7 +6,7 @@
 //   - a strip of A, MR × kc floats, reused by every panel of B → L1;
 //   - the packed block of B, kc × nc floats, reused by every strip of A → L2;
 //   and what does not stay anywhere, A and C, comes from L3 as few times as kc and nc allow;
-//   narrow B (at most 4 panels: α·V with d_v = 64)
+//   narrow B (at most 4 panels: α·V with d_v = 64; only for tiles of one strip, see gemm_blocks)
 //   - a panel of B, panel_kc × NR floats, reused by every strip of a block of A → L1;
 //   - the block of A, panel_mc × panel_kc floats, reused by every panel → L2.
 //
@@ -212,7 +212,10 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
 }
 
 GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const std::size_t NR) {
-    const bool narrow = n <= 4 * NR;
+    // A B of at most 4 panels (α·V) runs in the narrow order, unless the tile is tall (AVX-512):
+    // in a 12-row tile B's rows from L2 feed 24 FMAs each, and the wide order, which reads α once
+    // in strips instead of keeping a block of it in L2, won at every n measured (docs/performance.md).
+    const bool narrow = n <= 4 * NR && tall_rows(NR) == MR;
     const std::size_t most = std::max<std::size_t>(narrow ? b.panel_kc : b.kc, 1);
     // Depth blocks of equal size, at most `most`: k = 2048 with 288 makes 8 blocks of 256 rather
     // than 7 of 288 and a last one of 32, which would pay a full pass over C for 1/9 of the work.

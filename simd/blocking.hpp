@@ -39,8 +39,9 @@ const Caches& caches();
 // The block sizes every kernel uses (a model, not a measurement: `scripts/dev tune` checks it).
 // Two shapes of blocking (simd/gemm.cpp, step 3): a product whose B is wider than 4 panels keeps a
 // strip of A in L1 and runs it over a packed block of B in L2; α·V, whose B (V) has at most 4
-// panels, keeps a panel of B in L1 and runs a block of A's rows (of α) in L2 over it, and so does
-// the fused kernel with a panel of V and a block of scores.
+// panels, keeps a panel of B in L1 and runs a block of A's rows (of α) in L2 over it (with tiles of
+// one strip; AVX-512's tall tile runs it in the wide order), and so does the fused kernel with a
+// panel of V and a block of scores.
 struct Blocking {
     std::size_t kc;          // wide: depth of the strip of A held in L1, from L2 (the least traffic of A and C)
     std::size_t nc;          // wide: columns of the packed block of B, a multiple of NR, from L2
@@ -54,8 +55,9 @@ struct Blocking {
 Blocking blocking_for(const Caches& c, std::size_t nr);
 
 // How the GEMM (simd/gemm.cpp) blocks a product k deep with n columns: in the narrow order (B of at
-// most 4 panels) or the wide one, with depth blocks of kc (equal ones, at most the order's depth)
-// and column blocks of nc. simd/dispatch.cpp budgets the GEMM's scratch from the same numbers.
+// most 4 panels, tiles of one strip) or the wide one, with depth blocks of kc (equal ones, at most
+// the order's depth) and column blocks of nc. simd/dispatch.cpp budgets the GEMM's scratch from the
+// same numbers.
 struct GemmBlocks {
     bool narrow;
     std::size_t kc, nc;

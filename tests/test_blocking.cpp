@@ -134,8 +134,8 @@ TEST_CASE("row blocks: each thread gets the same number, at most `most` rows eac
 TEST_CASE("block sizes change no bit of the products or of fused attention", "[simd][blocking]") {
     // A product's element is one FMA chain over p in order, whatever the depth, column and row
     // blocks; a fused row's result does not depend on the block of rows it falls in. Both loop
-    // orders of the GEMM: B of 20 columns is narrow for every tile width (at most 4 panels), of 200
-    // wide (more than 4 even at NR = 32).
+    // orders of the GEMM: B of 20 columns is narrow for one-strip tiles (at most 4 panels; AVX-512's
+    // tall tile runs it wide), of 200 wide (more than 4 even at NR = 32).
     std::mt19937 rng(31);
     const Matrix A = attn::random_matrix(301, 70, rng), narrow = attn::random_matrix(70, 20, rng),
                  wide = attn::random_matrix(70, 200, rng);
