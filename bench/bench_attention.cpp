@@ -35,6 +35,23 @@ void BM_peak_fma(benchmark::State& st) {
     st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
 }
 
+// The register tile with everything in L1: A is rows × 192, B one panel 192 × NR (24 KiB with AVX-512),
+// C one tile, the same every call. Nothing comes from L2, so this is as fast as the products' tile
+// runs on this machine, and its percentage of BM_peak_fma is the ceiling of every product's (each call
+// pays its setup and its stores once per 192 steps, as the GEMM's calls of that depth do).
+// rows = 6 is one strip; 12 is AVX-512's tall tile, or two one-strip tiles elsewhere. 1 thread.
+void BM_tile_in_l1(benchmark::State& st) {
+    const std::size_t rows = arg(st, 0), depth = 192, columns = attn::simd::tile_columns();
+    const Matrix A = random_matrix(rows, depth, 1), B = random_matrix(depth, columns, 2);
+    Matrix C;
+    for (auto _ : st) {
+        attn::simd::matmul_register_tile_into(A, B, C);
+        benchmark::DoNotOptimize(C.data());
+    }
+    bench::set_counters(st, 2.0 * double(rows * depth * columns), double(rows * depth + depth * columns) * 4);
+    st.SetLabel(std::to_string(rows) + "×" + std::to_string(columns) + ", in L1");
+}
+
 // The GEMM story of simd/gemm.cpp, one step per argument, 1 thread, n×n×n:
 // 1 i-j-k (naive) → 2 i-k-j scalar → 3 i-k-j with xsimd → 4 register tile → 5 packed and blocked.
 void BM_gemm_steps(benchmark::State& st) {
@@ -225,6 +242,7 @@ BENCHMARK(BM_peak_fma)
     ->ArgName("threads")
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_tile_in_l1)->Arg(6)->Arg(12)->ArgName("rows")->UseRealTime()->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_gemm_steps)
     ->ArgsProduct({{1, 2, 3, 4, 5}, {1024}})
     ->ArgNames({"step", "n"})

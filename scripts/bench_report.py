@@ -63,6 +63,8 @@ def collect(runs):
             continue
         if family == "core_openblas":
             column = f"openblas-{args.pop('threads')}t"
+        elif family == "tile_in_l1":
+            column = "simd"  # the one-thread kernel, against the one-thread peak
         elif family == "scale_folding":
             column = "folded" if args.pop("folded") else "separate pass"
         else:

@@ -156,10 +156,10 @@ void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
     check_matmul_shapes("matmul_register_tile", A, B);
     check_width_multiple("matmul_register_tile", B, NR, "NR");
     C.resize_for_overwrite(A.rows(), B.cols());
-    for (std::size_t i = 0; i < A.rows(); i += MR)
+    for (std::size_t i = 0; i < A.rows(); i += TALL)
         for (std::size_t j = 0; j < B.cols(); j += NR)
-            run_microkernel(std::min(MR, A.rows() - i), A.cols(), A.row(i).data(), A.cols(), B.data() + j, B.cols(),
-                            C.row(i).data() + j, C.cols(), NR, true, true, 1.0f);
+            run_strip_microkernel(std::min(TALL, A.rows() - i), A.cols(), A.row(i).data(), A.cols(), B.data() + j,
+                                  B.cols(), C.row(i).data() + j, C.cols(), NR, true, true, 1.0f);
 }
 
 }  // namespace attn::simd::ATTN_ISA
