@@ -24,10 +24,10 @@ inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two b
 // Rows of the wide GEMM's tile (blocking.hpp): 12 with AVX-512. The wide order streams B's panels
 // from L2, and in a 12-row tile each loaded row of B serves twice the FMAs it does in a 6-row one.
 // Measured (paired runs, one thread, Intel Xeon family 6 model 167, AVX-512, L1d 48 KiB, L2 2 MiB):
-// 1024³ product 1.10×, S = Q·Kᵀ at n = 2048 1.04× (docs/performance.md).
+// 1024³ product 1.065–1.10×, S = Q·Kᵀ 1.03–1.10× at n = 1024–4096 (docs/performance.md).
 inline constexpr std::size_t TALL = tall_rows(NR);
 
-// C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ MR rows and cols ≤ NR columns. B's rows are ldb floats
+// C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
 // measure what packing adds).
 // `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by scale
