@@ -131,6 +131,22 @@ TEST_CASE("row blocks: each thread gets the same number, at most `most` rows eac
     }
 }
 
+TEST_CASE("the GEMM's loop order follows the width of B and the height of the tile", "[simd][blocking]") {
+    // A B of at most 4 panels (α·V: d_v = 64 is 4 panels at NR = 16, 2 at NR = 32) is narrow for
+    // one-strip tiles, NR = 8 and 16, with the L1 panel's depth; AVX-512's 12-row tile (NR = 32)
+    // runs it in the wide order with the wide depth. A B of more than 4 panels is wide for every tile.
+    for (const std::size_t NR : {8, 16, 32}) {
+        INFO("NR = " << NR);
+        const Blocking b = attn::simd::blocking_for(xeon, NR);
+        const attn::simd::GemmBlocks alpha_v = attn::simd::gemm_blocks(b, 2048, 4 * NR, NR);
+        const bool tall = attn::simd::tall_rows(NR) > MR;
+        CHECK(tall == (NR == 32));
+        CHECK(alpha_v.narrow == !tall);
+        CHECK(alpha_v.kc <= (tall ? b.kc : b.panel_kc));
+        CHECK(!attn::simd::gemm_blocks(b, 2048, 5 * NR, NR).narrow);
+    }
+}
+
 TEST_CASE("block sizes change no bit of the products or of fused attention", "[simd][blocking]") {
     // A product's element is one FMA chain over p in order, whatever the depth, column and row
     // blocks; a fused row's result does not depend on the block of rows it falls in. Both loop
