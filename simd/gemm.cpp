@@ -20,9 +20,9 @@
 //      every strip of A passes it, as BLIS does) takes each C tile from 6 rows far apart, new rows
 //      at every call, and the first loads of C stall the tile: at 1024³ about as much as 35 more
 //      steps of p per call (on a Zen 4 core), where along the rows the prefetchers see 6 streams
-//      and the tiles cost almost nothing. Measured: 1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at n =
-//      2048–4096 (every call of the old order began a new tile of S), one thread, AMD EPYC family
-//      25 (docs/performance.md).
+//      and the tiles cost almost nothing. Measured: 1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at
+//      n = 2048–4096 (every call of the old order began a new tile of S), one thread, AMD EPYC
+//      family 25 (docs/performance.md).
 //    - a narrow B (α·V, d_v = 64: 2 panels of 32 with AVX-512, 4 of 16 with AVX2): keep one panel in
 //      L1 and run a block of A's rows (panel_mc of them, in L2) over it, the block read in place.
 //      The wide order loses here (α·V 0.79–0.96×, α's strips copied or not): with so few panels
