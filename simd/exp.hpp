@@ -61,14 +61,13 @@ inline Batch times_pow2(Batch y, Batch shifted) {
 }
 
 // e^x for x ≤ 0; 0 at x = −∞. Where e^x is not a normal float (x < ln FLT_MIN): with AVX-512 the
-// nearest float (0 from x < −103.3 on), elsewhere 0.
+// nearest float (0 below about −104), elsewhere 0.
 inline Batch softmax_exp(Batch x) {
     const Batch ln2_hi(0.693359375f), ln2_lo(-2.12194440e-4f);  // ln 2 = ln2_hi + ln2_lo; ln2_hi has 9 bits
     const Batch log2_e(1.44269504f);
 #if XSIMD_WITH_AVX512DQ
     x = xsimd::max(Batch(-104.0f), x);  // e^−104 rounds to 0, and x = −∞ would make r a NaN (a NaN x stays NaN)
 #endif
-    const Batch smallest(-87.3365448f);                     // ln(FLT_MIN): below, e^x is not a normal float
     const Batch shifted = x * log2_e + Batch(round_shift);  // carries n = round(x·log₂e)
     const Batch n = shifted - Batch(round_shift);
     Batch r = xsimd::fma(n, -ln2_hi, x);  // r = x − n·ln 2, in two exact-enough parts
@@ -82,6 +81,7 @@ inline Batch softmax_exp(Batch x) {
 #if XSIMD_WITH_AVX512DQ
     return Batch(_mm512_scalef_ps(e_r, n));  // e^r·2ⁿ
 #else
+    const Batch smallest(-87.3365448f);  // ln(FLT_MIN): below, e^x is not a normal float
     return xsimd::select(x < smallest, Batch(0.0f), times_pow2(e_r, shifted));  // x = −∞ lands here too
 #endif
 }
