@@ -23,8 +23,13 @@
 // steps that keep that multiply exact (simd/exp.hpp): fused core 1.02–1.03× (docs/performance.md). m is
 // kept in the same units; ℓ and o are the same sums as before, so o/ℓ is unchanged.
 //
-// Causal: tiles that lie entirely in the future of the block (first key > last query) are skipped,
-// about half of all tiles; only tiles crossing the diagonal are masked.
+// Causal: a block's keys end at its last row, so the tiles wholly in its future (about half of all
+// tiles) are never visited. In the tiles that cross the diagonal nothing is masked with −∞: each
+// row takes its maximum and exponentials only up to its own diagonal and gives the keys after it
+// weight 0, a strip of rows skips the panels of keys all in its future, and P·V stops at the
+// strip's last diagonal. The results are bit for bit those of masking the whole tile (the skipped
+// work only ever added zeros), and the causal core gains 1.07–1.23× at n = 16384 to 1024 (paired
+// runs, 2 threads, Intel Xeon with AVX-512; docs/performance.md).
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
 // (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')): fused_scratch_bytes(d_k) in simd/dispatch.cpp. Nothing grows with
@@ -79,51 +84,66 @@ void scale_row(float* x, std::size_t n, float factor) {
     for (std::size_t k = 0; k < n; ++k) x[k] *= factor;
 }
 
+// Causal: the keys of the tile that row i0 + r may see, j0 .. i0 + r (all `cols` without the mask).
+std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::size_t j0, std::size_t cols) {
+    if (!p.causal) return cols;
+    return i0 + r + 1 > j0 ? std::min(cols, i0 + r + 1 - j0) : 0;
+}
+
 // [fused scores] S_tile = scale·log₂e·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
+// Causal: a strip of rows skips the panels of keys that all lie in its future; those scores are
+// never read (online_softmax_update stops each row at its diagonal).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
     for (std::size_t q = 0; q * NR < cols; ++q) {
         pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panel.data());
-        for (std::size_t r = 0; r < rows; r += MR)
-            run_microkernel(std::min(MR, rows - r), d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
+        for (std::size_t r = 0; r < rows; r += MR) {
+            const std::size_t strip = std::min(MR, rows - r);
+            if (visible_keys(p, i0, r + strip - 1, j0, cols) <= q * NR) continue;  // causal: all in the future
+            run_microkernel(strip, d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
                             s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
                             p.scale_log2e);
-    }
-    if (p.causal && j0 + cols > i0 + 1) {  // the tile reaches past the diagonal of some row: mask it
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = (i0 + r + 1 > j0 ? i0 + r + 1 - j0 : 0); j < cols; ++j)
-                s.scores[r * p.BC + j] = neg_inf;
+        }
     }
 }
 
 // [fused softmax] The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
 // The new maxima and the factors e^(m − m') are computed W rows at a time: one vector exp instead of a
 // call to std::exp per row and tile (1.9% of the kernel's time, perf at n = 4096).
-void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t cols, Scratch& s) {
+// Causal: each row reads its scores only up to its diagonal; the keys after it get weight 0, which
+// is what e^(−∞) would give them.
+void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
+                           Scratch& s) {
     const std::size_t d_v = p.V.cols();
-    for (std::size_t r = 0; r < rows; ++r) s.tile_max[r] = row_max({s.scores.data() + r * p.BC, cols});
+    for (std::size_t r = 0; r < rows; ++r)
+        s.tile_max[r] = row_max({s.scores.data() + r * p.BC, visible_keys(p, i0, r, j0, cols)});
     rescale_factors(s.running_max.data(), s.tile_max.data(), s.correction.data(), rows);  // padded (Scratch::fit)
     std::swap(s.running_max, s.tile_max);                                                 // m ← m'
     for (std::size_t r = 0; r < rows; ++r) {
         const std::span<float> tile(s.scores.data() + r * p.BC, cols);
-        if (s.running_max[r] == neg_inf) {  // nothing visible yet in this row: the tile contributes nothing
-            std::fill(tile.begin(), tile.end(), 0.0f);
-            continue;
-        }
-        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp2_and_sum(tile, s.running_max[r]);
+        const std::size_t visible = s.running_max[r] == neg_inf ? 0 : visible_keys(p, i0, r, j0, cols);
+        std::fill(tile.begin() + visible, tile.end(), 0.0f);  // masked, or nothing visible yet: weight 0
+        if (visible == 0) continue;
+        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp2_and_sum(tile.first(visible), s.running_max[r]);
         if (s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);  // unmoved max: skip
     }
 }
 
 // [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
+// Causal: a strip stops at its last row's diagonal; the weights after it are 0 for every row of the
+// strip, and adding 0·v_j would change no bit of o (v_j is finite: attention/guards.cpp refuses
+// NaN and ±inf before any work).
 void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
                        Scratch& s) {
     const std::size_t d_v = p.V.cols();
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
-        for (std::size_t r = 0; r < rows; r += MR)
-            run_microkernel(std::min(MR, rows - r), cols, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
+        for (std::size_t r = 0; r < rows; r += MR) {
+            const std::size_t strip = std::min(MR, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
+            if (keys == 0) continue;
+            run_microkernel(strip, keys, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
                             p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
+        }
     }
 }
 
@@ -133,11 +153,11 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     std::fill(s.running_max.begin(), s.running_max.begin() + rows, neg_inf);
     std::fill(s.running_sum.begin(), s.running_sum.begin() + rows, 0.0f);
     std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);
-    const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no tile past the block
+    const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no key past the block
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
-        const std::size_t cols = std::min(p.BC, m_keys - j0);
+        const std::size_t cols = std::min(p.BC, end - j0);
         tile_scores(p, i0, rows, j0, cols, s);
-        online_softmax_update(p, i0, rows, cols, s);
+        online_softmax_update(p, i0, rows, j0, cols, s);
         accumulate_values(p, i0, rows, j0, cols, s);
     }
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0

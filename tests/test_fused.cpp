@@ -91,6 +91,26 @@ TEST_CASE("fused shape errors and empty inputs", "[fused][errors]") {
           naive(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false));
 }
 
+TEST_CASE("a causal row is the attention of its query over its own past, bit for bit", "[fused]") {
+    // The mask only takes keys away: row i of the causal result is the unmasked attention of query i
+    // over keys and values 0..i, to the last bit. What the kernel skips for it (strips and panels
+    // wholly in the future, the weights after the diagonal) must add nothing, on every tile edge.
+    // Every row: a strip of rows crossing a panel's first key is where a skip could go wrong.
+    std::mt19937 rng(26);
+    const std::size_t n = 1100, d_k = 40, d_v = 24, tile = attn::simd::blocking().panel_kc;
+    const Matrix Q = random_matrix(n, d_k, rng), K = random_matrix(n, d_k, rng), V = random_matrix(n, d_v, rng);
+    const Matrix O = fused(Q, K, V, true);
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("row " << i << ", " << tile << " keys a tile");
+        Matrix q(1, d_k), k(i + 1, d_k), v(i + 1, d_v);
+        std::copy_n(Q.row(i).data(), d_k, q.row(0).data());
+        std::copy_n(K.row(0).data(), (i + 1) * d_k, k.row(0).data());
+        std::copy_n(V.row(0).data(), (i + 1) * d_v, v.row(0).data());
+        const Matrix own_past = fused(q, k, v, false);
+        for (std::size_t c = 0; c < d_v; ++c) CHECK(O(i, c) == own_past(0, c));
+    }
+}
+
 TEST_CASE("fused results are bit-for-bit identical for 1, 2 and 3 threads", "[fused][parallel]") {
     if (!several_thread_counts()) return;
     std::mt19937 rng(24);
