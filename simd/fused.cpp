@@ -179,14 +179,17 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
         use_team(threads, 2.0 * double(n) * double(K.rows()) * double(Q.cols() + V.cols()), (n + MR - 1) / MR);
     // Balance: as many blocks as threads, or a multiple. (With 192-row blocks, n = 1024 made 6
     // blocks, the last of 64 rows: one thread did 576 rows, the other 448.) Causal blocks cost more
-    // the lower they are (block b visits b + 1 diagonals' worth of tiles), so there they are cut 8 per
-    // thread and handed out dynamically, the most expensive first: whoever finishes early takes the
-    // cheap ones at the end. Smaller causal blocks also waste less: the rows of a block visit every
-    // tile up to the block's last row, past their own diagonal. A row's result does not depend on
-    // the block it falls in: tiles start at multiples of BC, and a tile wholly in a row's future
-    // adds exactly 0 to it.
-    const std::size_t rows =
-        balanced_rows(n, blocking.fused_rows, team ? std::size_t(max_threads()) : 1, causal ? 8 : 1);
+    // the lower they are (block b visits b + 1 diagonals' worth of tiles), so a team cuts them 8 per
+    // thread and hands them out dynamically, the most expensive first: whoever finishes early takes
+    // the cheap ones at the end. But no causal block is cut below 256 rows while that leaves 2 a
+    // thread: each block packs every K and V tile up to its diagonal, and at n = 256 to 1024 the
+    // blocks of 18 to 64 rows spent more on that than the finer split saved (1.20–1.33× with the
+    // floor, paired runs, 2 threads, docs/performance.md). A row's result does not depend on the
+    // block it falls in: tiles start at multiples of BC, and a key in a row's future adds exactly 0.
+    const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
+    std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
+    if (causal)
+        rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
     const Problem p{Q, K, V, scale * 1.44269504f, causal, O, rows, blocking.panel_kc};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
