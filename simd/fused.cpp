@@ -84,7 +84,8 @@ void scale_row(float* x, std::size_t n, float factor) {
     for (std::size_t k = 0; k < n; ++k) x[k] *= factor;
 }
 
-// Causal: the keys of the tile that row i0 + r may see, j0 .. i0 + r (all `cols` without the mask).
+// How many of the tile's keys row i0 + r may see: with the mask, keys j0 .. i0 + r (none when the
+// tile starts after the row); without it, all `cols`.
 std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::size_t j0, std::size_t cols) {
     if (!p.causal) return cols;
     return i0 + r + 1 > j0 ? std::min(cols, i0 + r + 1 - j0) : 0;
@@ -181,11 +182,11 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     // blocks, the last of 64 rows: one thread did 576 rows, the other 448.) Causal blocks cost more
     // the lower they are (block b visits b + 1 diagonals' worth of tiles), so a team cuts them 8 per
     // thread and hands them out dynamically, the most expensive first: whoever finishes early takes
-    // the cheap ones at the end. But no causal block is cut below 256 rows while that leaves 2 a
-    // thread: each block packs every K and V tile up to its diagonal, and at n = 256 to 1024 the
-    // blocks of 18 to 64 rows spent more on that than the finer split saved (1.20–1.33× with the
-    // floor, paired runs, 2 threads, docs/performance.md). A row's result does not depend on the
-    // block it falls in: tiles start at multiples of BC, and a key in a row's future adds exactly 0.
+    // the cheap ones at the end. But no causal block is cut below 256 rows (rounded up to MR) while
+    // that leaves 2 a thread: each block packs every K and V tile up to its diagonal, and at n = 256
+    // to 1024 the blocks of 18 to 64 rows spent more on that than the finer split saved (1.20–1.33×
+    // with the floor, paired runs, 2 threads, docs/performance.md). A row's result does not depend
+    // on the block it falls in: tiles start at multiples of BC, and a key in its future adds exactly 0.
     const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
     std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
     if (causal)
