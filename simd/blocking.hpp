@@ -11,9 +11,10 @@ namespace attn::simd {
 // columns, NR = two batches, are 8 floats with SSE2 or NEON, 16 with AVX2 and 32 with AVX-512.
 inline constexpr std::size_t MR = 6;
 
-// Rows of the wide GEMM's tile for a tile NR floats wide: two strips of MR at once with AVX-512
-// (NR = 32), whose 32 vector registers hold 24 accumulators, two rows of B and a broadcast; one
-// strip otherwise (AVX2 has 16 registers; SSE2's and NEON's tiles, NR = 8, were not measured taller).
+// Rows of the wide GEMM's and the fused kernel's tile for a tile NR floats wide: two strips of MR
+// at once with AVX-512 (NR = 32), whose 32 vector registers hold 24 accumulators, two rows of B and
+// a broadcast; one strip otherwise (AVX2 has 16 registers; SSE2's and NEON's tiles, NR = 8, were
+// not measured taller).
 inline constexpr std::size_t tall_rows(std::size_t nr) { return nr == 32 ? 2 * MR : MR; }
 
 // x rounded up to a multiple of `unit` (≥ 1): the padded widths of packed panels and per-row buffers.

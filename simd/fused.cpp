@@ -92,18 +92,19 @@ std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::s
 }
 
 // [fused scores] S_tile = scale·log₂e·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
-// Causal: a strip of rows skips the panels of keys that all lie in its future; those scores are
-// never read (online_softmax_update stops each row at its diagonal).
+// Strips of TALL rows (12 with AVX-512, 6 otherwise: microkernel.hpp). Causal: a strip of rows skips
+// the panels of keys that all lie in its future; those scores are never read (online_softmax_update
+// stops each row at its diagonal).
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const std::size_t d_k = p.Q.cols();
     for (std::size_t q = 0; q * NR < cols; ++q) {
         pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panel.data());
-        for (std::size_t r = 0; r < rows; r += MR) {
-            const std::size_t strip = std::min(MR, rows - r);
+        for (std::size_t r = 0; r < rows; r += TALL) {
+            const std::size_t strip = std::min(TALL, rows - r);
             if (visible_keys(p, i0, r + strip - 1, j0, cols) <= q * NR) continue;  // causal: all in the future
-            run_microkernel(strip, d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
-                            s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
-                            p.scale_log2e);
+            run_strip_microkernel(strip, d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
+                                  s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
+                                  p.scale_log2e);
         }
     }
 }
@@ -139,11 +140,11 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
     const std::size_t d_v = p.V.cols();
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
-        for (std::size_t r = 0; r < rows; r += MR) {
-            const std::size_t strip = std::min(MR, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
+        for (std::size_t r = 0; r < rows; r += TALL) {
+            const std::size_t strip = std::min(TALL, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
             if (keys == 0) continue;
-            run_microkernel(strip, keys, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
-                            p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
+            run_strip_microkernel(strip, keys, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
+                                  p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
         }
     }
 }

@@ -21,10 +21,11 @@ namespace attn::simd::ATTN_ISA {
 
 inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches (MR rows: blocking.hpp)
 
-// Rows of the wide GEMM's tile (blocking.hpp): 12 with AVX-512. The wide order streams B's panels
-// from L2, and in a 12-row tile each loaded row of B serves twice the FMAs it does in a 6-row one.
-// Measured (paired runs, one thread, Intel Xeon family 6 model 167, AVX-512, L1d 48 KiB, L2 2 MiB):
-// 1024³ product 1.065–1.10×, S = Q·Kᵀ 1.03–1.10× at n = 1024–4096 (docs/performance.md).
+// Rows of the tile of the wide GEMM and of the fused kernel (blocking.hpp): 12 with AVX-512. The
+// wide order streams B's panels from L2, and in a 12-row tile each loaded row of B serves twice the
+// FMAs it does in a 6-row one. Measured (paired runs, Intel Xeon family 6 model 167, AVX-512, L1d
+// 48 KiB, L2 2 MiB): 1024³ product 1.065–1.10×, S = Q·Kᵀ 1.03–1.10× at n = 1024–4096 (one thread);
+// fused core 1.011–1.022× at n = 1024–16384 (two threads; docs/performance.md).
 inline constexpr std::size_t TALL = tall_rows(NR);
 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
@@ -106,8 +107,8 @@ inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, st
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");
 
-// A strip of the wide GEMM, at most TALL rows: a full one in one tall tile, a shorter one (the
-// bottom of A) MR rows at a time.
+// A strip of at most TALL rows (the wide GEMM's, the fused kernel's): a full one in one tall tile,
+// a shorter one (the bottom of A or of a block) MR rows at a time.
 inline void run_strip_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                                   std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
                                   float scale) {
