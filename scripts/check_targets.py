@@ -14,6 +14,12 @@ percentage is taken against that peak. Each round does this once for every targe
 figure is the median over the rounds of those percentages, printed with the lowest and highest.
 "met" means the median is at or above the target.
 
+Below the targets, two rows with no target: the register tile alone with all its data in L1
+(BM_tile_in_l1, 6 and 12 rows), measured the same way against the 1-thread peak. No product can run
+faster than its tile, and that ceiling moves with the host: on one Intel Xeon it read 78–87% in one
+hour and 87–93.5% in another (docs/performance.md). A target above the ceiling of the hour it was
+measured in says more about the hour than about the code.
+
 The first lines name the machine as the benchmark binary saw it (CPU model, instruction set,
 caches, block sizes): a percentage says nothing about a CPU it was not measured on.
 
@@ -39,7 +45,7 @@ class Target:
     what: str        # as issue 21 words it
     benchmark: str   # the Google Benchmark name, without /real_time
     threads: int     # OMP_NUM_THREADS for the run, and which peak it is measured against
-    percent: float   # at least this share of the peak
+    percent: float | None  # at least this share of the peak; None: a ceiling, measured beside them
 
 
 # Issue 21, "the last 30% of the peak" (d = 64; causal cores count the flops they do: half).
@@ -52,6 +58,14 @@ TARGETS = [
     Target("materialised core, n = 2048", "BM_core/parallel/n:2048/d:64", 2, 72),
     Target("GEMM 1024³", "BM_matmul_square/simd/n:1024/d:1024", 1, 90),
 ]
+
+# What the products' register tile reaches with nothing to fetch from L2 (12 rows: AVX-512's tall
+# tile, or two 6-row tiles elsewhere).
+CEILINGS = [
+    Target("ceiling: the register tile in L1, 6 rows", "BM_tile_in_l1/rows:6", 1, None),
+    Target("ceiling: the register tile in L1, 12 rows", "BM_tile_in_l1/rows:12", 1, None),
+]
+MEASURED = TARGETS + CEILINGS
 
 
 def peak_name(threads):
@@ -75,7 +89,7 @@ def run_pair(exe, target, min_time, env):
 
 
 def summarise(rounds):
-    """rounds: one list per round of (peak, rate) pairs, one pair per target, in TARGETS' order.
+    """rounds: one list per round of (peak, rate) pairs, one pair per benchmark, in MEASURED's order.
     Returns, per target: (median GFLOP/s, median %, lowest %, highest %), each percentage against the
     peak measured with that very run."""
     out = []
@@ -87,7 +101,7 @@ def summarise(rounds):
 
 
 def is_met(target, median_percent):
-    return median_percent >= target.percent
+    return target.percent is not None and median_percent >= target.percent
 
 
 def machine_lines(context, isa_forced):
@@ -102,9 +116,10 @@ def machine_lines(context, isa_forced):
 def table(summary):
     lines = ["| target | threads | GFLOP/s (median) | % of the same run's peak: median [lowest, highest] | needs | met? |",
              "|---|---|---|---|---|---|"]
-    for t, (rate, median, low, high) in zip(TARGETS, summary):
+    for t, (rate, median, low, high) in zip(MEASURED, summary):
+        needs, met = ("—", "—") if t.percent is None else (f"≥ {t.percent:.0f}%", "yes" if is_met(t, median) else "no")
         lines.append(f"| {t.what} | {t.threads} | {rate:.1f} | **{median:.1f}%** [{low:.1f}, {high:.1f}] | "
-                     f"≥ {t.percent:.0f}% | {'yes' if is_met(t, median) else 'no'} |")
+                     f"{needs} | {met} |")
     return lines
 
 
@@ -121,12 +136,18 @@ def self_test(exe):
     checks.append(("lowest and highest over rounds", summarise(four)[0][2:] == (60.0, 90.0)))
     checks.append(("exactly at the target counts as met", is_met(TARGETS[0], TARGETS[0].percent)))
     checks.append(("just below the target does not", not is_met(TARGETS[0], TARGETS[0].percent - 0.01)))
+    checks.append(("a ceiling is never met", not is_met(CEILINGS[0], 100.0)))
+    rows = table(summarise([[(100.0, 80.0)] * len(MEASURED)]))[2:]
+    checks.append(("one table row per target and ceiling, in order",
+                   [r.split(" | ")[0].removeprefix("| ") for r in rows] == [t.what for t in MEASURED]))
+    checks.append(("a ceiling's row names no target", rows[-1].endswith("| — | — |")
+                   and rows[0].endswith(f"| ≥ {TARGETS[0].percent:.0f}% | yes |")))
     if exe and not os.access(exe, os.X_OK):
         checks.append((f"{exe} is there to list", False))
     elif exe:
         listed = subprocess.run([exe, "--benchmark_list_tests"], capture_output=True, text=True,
                                 check=True).stdout.split()
-        for name in sorted({t.benchmark for t in TARGETS} | {peak_name(t.threads) for t in TARGETS}):
+        for name in sorted({t.benchmark for t in MEASURED} | {peak_name(t.threads) for t in MEASURED}):
             checks.append((f"{exe} lists {name}", name + "/real_time" in listed))
     for name, ok in checks:
         print(f"{'ok  ' if ok else 'FAIL'} self-test: {name}")
@@ -157,7 +178,7 @@ def main():
     rounds, context = [], {}
     for r in range(args.rounds):
         pairs = []
-        for t in TARGETS:
+        for t in MEASURED:
             peak, rate, context = run_pair(exe, t, args.min_time, env)
             pairs.append((peak, rate))
         rounds.append(pairs)
@@ -171,7 +192,7 @@ def main():
     if args.json:
         Path(args.json).write_text(json.dumps({
             "context": context, "isa_forced": args.isa,
-            "targets": [t.__dict__ for t in TARGETS],
+            "targets": [t.__dict__ for t in MEASURED],
             "rounds": rounds,
             "summary": [dict(zip(("gflops", "percent_median", "percent_low", "percent_high"), s)) for s in summary],
         }, indent=1, ensure_ascii=False))
