@@ -51,6 +51,9 @@
 //
 // The fused kernel (simd/fused.cpp) is the narrow order with keys for depth: it packs a panel of V,
 // BC × NR floats, and runs every strip of its block of scores, BR × BC, over it, so BC = panel_kc.
+// (Its strips are TALL rows, 12 with AVX-512, where the L1 share above assumes MR: for them the
+// depth is one way of L1 deeper than their own share, 288 keys instead of 256 on the Xeon. The
+// fused tuning sweeps found 160 to 512 keys a tile within 3% of each other: docs/performance.md.)
 // The score block is what stays in L2 between the three steps of a tile; it gets half of L2 (the
 // other half holds the block's rows of Q and O and the panel being packed): BR = ⌊L2/2 / (BC · 4)⌋.
 // Zen 3, AVX2: 262144 / 1280 = 204; the Xeon: 1048576 / 1152 = 910 → 906.

@@ -21,9 +21,9 @@ namespace attn::simd::ATTN_ISA {
 
 inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two batches (MR rows: blocking.hpp)
 
-// Rows of the tile of the wide GEMM and of the fused kernel (blocking.hpp): 12 with AVX-512. The
-// wide order streams B's panels from L2, and in a 12-row tile each loaded row of B serves twice the
-// FMAs it does in a 6-row one. Measured (paired runs, Intel Xeon family 6 model 167, AVX-512, L1d
+// Rows of the tile of the wide GEMM and of the fused kernel (blocking.hpp): 12 with AVX-512. In a
+// 12-row tile each loaded row of B serves twice the FMAs it does in a 6-row one, which matters most
+// in the wide order, where B's panels stream from L2. Measured (paired runs, Intel Xeon family 6 model 167, AVX-512, L1d
 // 48 KiB, L2 2 MiB): 1024³ product 1.065–1.10×, S = Q·Kᵀ 1.03–1.10× at n = 1024–4096 (one thread);
 // fused core 1.011–1.022× at n = 1024–16384 (two threads; docs/performance.md).
 inline constexpr std::size_t TALL = tall_rows(NR);
