@@ -42,7 +42,7 @@ struct BuildInfo {
     std::string instruction_set;         // xsimd's name for the one in use, e.g. "fma3+avx2"
     std::size_t batch_width;             // floats per vector
     bool openmp;                         // false: parallel and fused run on one thread
-    int threads;                         // threads a team gets (OMP_NUM_THREADS, default: every core)
+    int threads;                         // threads a team gets (OMP_NUM_THREADS or every core, ≤ OMP_THREAD_LIMIT)
     std::string cpu;                     // the CPU's model name, as the OS reports it
     std::string caches;                  // the cache sizes found, e.g. "L1d 32 KiB 8-way, L2 512 KiB 8-way, …"
     std::string blocks;                  // the block sizes derived from them (simd/blocking.cpp)

@@ -62,7 +62,9 @@ int run(const std::vector<std::string>& args) {
                   << "simd: " << b.isa << " (xsimd " << b.instruction_set << "), " << b.batch_width
                   << " floats per batch; compiled: " << joined(b.compiled) << "; this CPU runs: " << joined(b.supported)
                   << "\n"
-                  << "openmp: " << (b.openmp ? std::to_string(b.threads) + " threads" : std::string("not built"))
+                  << "openmp: "
+                  << (b.openmp ? std::to_string(b.threads) + (b.threads == 1 ? " thread" : " threads")
+                               : std::string("not built"))
                   << "\ncpu: " << b.cpu << "\ncaches: " << b.caches << "\nblocks: " << b.blocks << "\n";
         return 0;
     }
@@ -81,23 +83,6 @@ int check_output_written(int status) {
     return 2;
 }
 
-// An error message quotes file contents and paths; a control character among them (ESC, CR, a
-// newline in a file name) must not reach the terminal raw: it could rewrite what the user sees, and
-// it would break the one-line format scripts rely on. Such bytes are written as \xNN.
-std::string printable(std::string_view message) {
-    std::string out;
-    for (const char c : message) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte >= 0x20 && byte != 0x7f) {
-            out += c;
-        } else {
-            constexpr char hex[] = "0123456789abcdef";
-            out += {'\\', 'x', hex[byte >> 4], hex[byte & 15]};
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +94,7 @@ int main(int argc, char** argv) {
         return check_output_written(run(std::vector<std::string>(argv + 1, argv + argc)));
     } catch (const std::exception& e) {
         std::cout.flush();
-        std::cerr << "attn: error: " << printable(e.what()) << '\n';
+        std::cerr << "attn: error: " << attn::printable(e.what()) << '\n';
         return 2;
     }
 }

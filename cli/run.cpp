@@ -279,15 +279,34 @@ AttentionResult compute(std::vector<Matrix> read, const RunOptions& o, Stopwatch
 
 // DIR/output.npy and DIR/attn.npy, all or nothing. The fused backend forms no α: an attn.npy left
 // by an earlier run would sit beside this run's output as if it were its α, so it is removed in the
-// same step.
-void write_results(const AttentionResult& result, bool has_alpha, const std::string& dir) {
+// same step. Returns the status line that reports them.
+std::string write_results(const AttentionResult& result, bool has_alpha, const std::string& dir) {
     const std::string output = dir + "/output.npy", alpha = dir + "/attn.npy";
     const bool stale_alpha = !has_alpha && ::access(alpha.c_str(), F_OK) == 0;
     write_outputs(dir, {{output, &result.output}, {alpha, has_alpha ? &result.weights : nullptr}});
-    std::cout << "wrote " << output << " (" << shape_string(result.output) << ")";
-    if (has_alpha) std::cout << " and " << alpha << " (" << shape_string(result.weights) << ")";
-    if (stale_alpha) std::cout << "; removed " << alpha << " of an earlier run (the fused backend forms no α)";
-    std::cout << "\n";
+    std::string status = "wrote " + output + " (" + shape_string(result.output) + ")";
+    if (has_alpha) status += " and " + alpha + " (" + shape_string(result.weights) + ")";
+    if (stale_alpha) status += "; removed " + alpha + " of an earlier run (the fused backend forms no α)";
+    return status;
+}
+
+// With --out the results are the files, and standard output only reports them: once the files are
+// in place, the run has succeeded, and a report that cannot be written (a full disk, a closed
+// descriptor) is a warning on standard error, not a failure that would tell a script to roll back
+// files that are in fact new. One write(2), so nothing of it stays buffered for a later flush.
+void report_files(const std::string& status, const std::string& time_line) {
+    const std::string text = status + "\n" + time_line;
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t wrote = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) {
+            std::cerr << "attn: warning: " << printable(status)
+                      << "; the status line could not be written to standard output: " << std::strerror(errno) << "\n";
+            return;
+        }
+        done += std::size_t(wrote);
+    }
 }
 
 void print_results(const AttentionResult& result, bool has_alpha, int precision) {
@@ -326,11 +345,12 @@ int run_command(std::span<const std::string> args) {
     clock.lap("steps 3–6 (attention)");
     const bool has_alpha = o.attention.backend != Backend::fused;
     if (o.out) {
-        write_results(result, has_alpha, *o.out);
+        const std::string status = write_results(result, has_alpha, *o.out);
         clock.lap("write");
-    } else {
-        print_results(result, has_alpha, o.precision);
+        report_files(status, o.time ? "time: " + clock.laps() + "\n" : "");
+        return 0;
     }
+    print_results(result, has_alpha, o.precision);
     if (o.time) std::cout << "time: " << clock.laps() << "\n";
     return 0;
 }

@@ -11,8 +11,10 @@
 
 namespace attn::io_checks {
 
+// Every message of the readers and the writer: the file, then what is wrong, control characters
+// (from the file's bytes or its name) escaped.
 [[noreturn]] inline void fail(const std::string& name, const std::string& what) {
-    throw InputError(name + ": " + what);
+    throw InputError(printable(name + ": " + what));
 }
 
 // rows × cols floats, refused when the count overflows or would need more than the limit.

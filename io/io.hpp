@@ -21,6 +21,11 @@ struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// `text` with every control character (NUL, ESC, CR, a newline, DEL) written as \xNN: how a message
+// quotes bytes from a file or a path, so that it stays one line, cannot rewrite a terminal, and is
+// not cut short where it is read as a C string (std::exception::what) at a NUL.
+std::string printable(std::string_view text);
+
 struct ReadOptions {
     std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
     bool csv_header = false;                           // a CSV's first line is a header to skip
@@ -42,14 +47,18 @@ std::string npy_bytes(const Matrix& m);
 
 // Writes every (path, matrix) as .npy, all or nothing (io/files.cpp); a null matrix means "remove
 // this file if it exists", in the same all-or-nothing step:
+//  - each directory is opened once, and everything below happens relative to that descriptor, so a
+//    directory renamed or swapped for a symlink meanwhile is never written through;
 //  - one writer at a time per directory (an flock on the directory, held to the last rename), so a
 //    directory never holds one call's output beside another's;
 //  - each goes first to a fresh temporary beside its target, ".<name>.tmp-XXXXXX", created with
 //    O_CREAT|O_EXCL (never an existing file, never through a planted symlink), written, fsync'ed;
 //  - only when all are written are they renamed into place, each over its target in one atomic
-//    rename (a reader sees the old file or the new one); a replaced file keeps its permissions;
+//    step (a reader sees the old file or the new one, never none), also where the filesystem cannot
+//    swap two names; a replaced file keeps its permissions;
 //  - if a rename fails, the targets already replaced or removed get their old contents back (kept
-//    under a second name until the end), or are removed if they are new;
+//    under a second name until the end: the swapped temporary, a hard link or a copy), or are
+//    removed if they are new;
 //  - a target that exists and is not a regular file (a directory, say) is refused before anything
 //    is written.
 // On failure InputError names the file; no temporary is left behind.

@@ -4,6 +4,7 @@
 #include <omp.h>
 #endif
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -27,7 +28,9 @@ std::string cpu_model() {
 
 #if defined(_OPENMP)
 bool openmp_built() { return true; }
-int max_threads() { return omp_get_max_threads(); }
+// What a parallel region started now gets: OMP_NUM_THREADS (or every core), capped by
+// OMP_THREAD_LIMIT, which libgomp applies to the team but not to omp_get_max_threads().
+int max_threads() { return std::max(1, std::min(omp_get_max_threads(), omp_get_thread_limit())); }
 void set_max_threads(int threads) { omp_set_num_threads(threads); }
 #else
 bool openmp_built() { return false; }

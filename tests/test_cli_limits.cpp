@@ -15,6 +15,7 @@
 #include <random>
 
 #include "attention/attention.hpp"
+#include "attention/backends.hpp"
 #include "io/io.hpp"
 #include "matrix/random.hpp"
 #include "run_attn.hpp"
@@ -262,4 +263,137 @@ TEST_CASE("the memory limit holds for the whole process while a CSV is parsed, b
     }
     CHECK(refused <= 40 + 8);
     CHECK(ran <= 128 + 8);
+}
+
+namespace {
+
+// Shell words that run `attn` with tests/fs_shim.cpp preloaded and `settings` (its variables) set.
+// Under an emulator the preload is handed to the emulated program (QEMU_SET_ENV), not the emulator.
+// AddressSanitizer wants its runtime first among the preloads; the shim is not instrumented.
+std::string with_shim(const std::string& settings) {
+    const std::string shim = std::getenv("ATTN_FS_SHIM");
+    const std::string preload = std::getenv("ATTN_WRAPPER") ? "QEMU_SET_ENV=LD_PRELOAD=" + shim : "LD_PRELOAD=" + shim;
+    return settings + " " + preload + " ASAN_OPTIONS=\"${ASAN_OPTIONS}:verify_asan_link_order=0\"";
+}
+
+// Files in `dir` whose names start with '.': temporaries or second names a write left behind.
+std::vector<std::string> hidden_files(const std::filesystem::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().filename().string().starts_with(".")) names.push_back(e.path().filename().string());
+    return names;
+}
+
+}  // namespace
+
+// Without RENAME_EXCHANGE (NFS, vfat, FUSE), the old file was renamed aside before the new one was
+// renamed in, and a reader polling output.npy found no file between the two. Every rename now keeps
+// output.npy in place; the old file's second name (a hard link, or a copy where there are none)
+// is what a failed pair is rolled back from.
+TEST_CASE("attn run --out without RENAME_EXCHANGE: output.npy never goes missing, and a failure still rolls back",
+          "[cli][limits][output]") {
+    const TempDir dir;
+    std::mt19937 rng(42);
+    const std::string q_old = dir.file("q_old.npy", random_matrix(5, 4, rng)),
+                      q_new = dir.file("q_new.npy", random_matrix(5, 4, rng));
+    const std::string out = dir.at("out"), log = dir.at("shim.log");
+    const auto run_into_out = [&](const std::string& q, const std::string& settings) {
+        return run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + out, settings);
+    };
+    REQUIRE(run_into_out(q_old, "").status == 0);
+    const Matrix output_old = attn::read_matrix(out + "/output.npy"), alpha_old = attn::read_matrix(out + "/attn.npy");
+    const std::string watch = "ATTN_SHIM_NO_EXCHANGE=1 ATTN_SHIM_WATCH=" + out + "/output.npy ATTN_SHIM_LOG=" + log;
+    for (const std::string links : {"", "ATTN_SHIM_NO_LINK=1"}) {  // hard links, then a copy (vfat)
+        INFO("shim: " << watch << " " << links);
+        // A failed rename of the second file: both files keep their old contents, nothing is left.
+        const RunResult failed = run_into_out(q_new, with_shim(watch + " " + links + " ATTN_SHIM_FAIL_TO=attn.npy"));
+        check_refused(failed, "attn.npy: cannot rename into place: Permission denied");
+        CHECK(attn::read_matrix(out + "/output.npy") == output_old);
+        CHECK(attn::read_matrix(out + "/attn.npy") == alpha_old);
+        CHECK(hidden_files(out).empty());
+        // The same run, allowed to finish: replaced, and output.npy was there after every rename.
+        const RunResult ran = run_into_out(q_new, with_shim(watch + " " + links));
+        CHECK(ran.status == 0);
+        CHECK(attn::read_matrix(out + "/output.npy") != output_old);
+        CHECK(hidden_files(out).empty());
+        CHECK(!std::filesystem::exists(log));  // the shim's record of a missing output.npy
+        std::filesystem::remove(log);
+        REQUIRE(run_into_out(q_old, "").status == 0);  // the old pair back for the next round
+    }
+}
+
+// The directory was used by path after it was opened: swapped for a symlink between the temporaries
+// and the renames, the renames went through the link, failed, and the cleanup (by path again) left
+// the temporary in the moved directory. Everything is now relative to the locked directory's
+// descriptor: the run finishes in the directory it locked and leaves nothing anywhere else.
+TEST_CASE("attn run --out: a directory swapped for a symlink mid-run is never written through",
+          "[cli][limits][output]") {
+    const TempDir dir;
+    std::mt19937 rng(43);
+    const std::string q = dir.file("q.npy", random_matrix(4, 3, rng)), out = dir.at("out");
+    REQUIRE(run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + out).status == 0);
+    const Matrix expected = attn::read_matrix(out + "/output.npy");
+    std::filesystem::create_directory(out + ".elsewhere");
+    for (const std::string exchange : {"", "ATTN_SHIM_NO_EXCHANGE=1"}) {
+        INFO("shim: " << exchange);
+        const RunResult r = run_attn("run --q " + q + " --k " + q + " --v " + q + " --out " + out,
+                                     with_shim(exchange + " ATTN_SHIM_SWAP_DIR=" + out));
+        CHECK(r.status == 0);
+        REQUIRE(std::filesystem::is_symlink(out));  // the swap happened
+        CHECK(std::filesystem::is_empty(out + ".elsewhere"));
+        CHECK(hidden_files(out + ".moved").empty());
+        CHECK(attn::read_matrix(out + ".moved/output.npy") == expected);
+        CHECK(std::filesystem::exists(out + ".moved/attn.npy"));
+        std::filesystem::remove(out);
+        std::filesystem::rename(out + ".moved", out);
+    }
+}
+
+// With --out the results are the files; the status line on standard output only reports them. A
+// status line that cannot be written (a full disk, a closed descriptor) used to turn a run whose
+// files were replaced into exit 2, telling a script to roll back data that was in fact new.
+TEST_CASE("attn run --out: the exit status says what happened to the files, not to the status line",
+          "[cli][limits][output]") {
+    const TempDir dir;
+    std::mt19937 rng(44);
+    const std::string q = dir.file("q.npy", random_matrix(6, 4, rng)), out = dir.at("out");
+    const std::string args = "run --q " + q + " --k " + q + " --v " + q + " --out " + out + " --time";
+    for (const std::string redirect : {" >/dev/full", " >&-"}) {
+        INFO(redirect);
+        std::filesystem::remove_all(out);
+        const RunResult r = run_attn(args + redirect);
+        CHECK(r.status == 0);
+        CHECK_THAT(r.err, StartsWith("attn: warning: ") && Contains(out + "/output.npy") &&
+                              Contains("the status line could not be written to standard output"));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(attn::read_matrix(out + "/output.npy").rows() == 6);
+        CHECK(attn::read_matrix(out + "/attn.npy").rows() == 6);
+    }
+    // Without --out, standard output is the result: a failed write of it is a failed run.
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " >/dev/full"), "could not write the output");
+}
+
+// The message was a C string: a NUL in a CSV value cut it at the NUL ("('1" with no closing quote).
+TEST_CASE("a NUL byte in a CSV value is shown as \\x00, and the message goes on past it", "[cli][limits]") {
+    const TempDir dir;
+    const std::string q = dir.file("q.npy", Matrix(2, 2, 1.0f));
+    const std::string header_like = dir.text("nul.csv", std::string("1\0x,2\n3,4\n", 10));
+    const RunResult first = run_attn("run --q " + header_like + " --k " + q + " --v " + q);
+    check_refused(first, "nul.csv: line 1, value 1 is not a number: '1\\x00x'");
+    const std::string later = dir.text("later.csv", std::string("1,2\n3,\0\n", 8));
+    check_refused(run_attn("run --q " + q + " --k " + q + " --v " + later),
+                  "later.csv: line 2, value 2 is not a number: '\\x00'");
+}
+
+// OMP_THREAD_LIMIT caps every parallel region; --version (and the budget, which uses the same
+// count) ignored it: "2 threads" where one ran.
+TEST_CASE("attn --version reports the threads a parallel region gets, OMP_THREAD_LIMIT included", "[cli][limits]") {
+    if (!attn::build_info().openmp) {
+        WARN("no OpenMP in this build: attn --version says so, and there is no thread count to check");
+        CHECK_THAT(run_attn("--version").out, Contains("openmp: not built"));
+        return;
+    }
+    CHECK_THAT(run_attn("--version", "OMP_THREAD_LIMIT=1").out, Contains("openmp: 1 thread\n"));
+    CHECK_THAT(run_attn("--version", "OMP_NUM_THREADS=4 OMP_THREAD_LIMIT=2").out, Contains("openmp: 2 threads\n"));
+    CHECK_THAT(run_attn("--version", "OMP_NUM_THREADS=3").out, Contains("openmp: 3 threads\n"));
 }
