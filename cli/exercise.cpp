@@ -137,7 +137,7 @@ void exercise1(const Options& o, std::ostream& out) {
               "  64 queries against 64 keys, every entry N(0, 1); means over the rows.\n"
               "  entropy: ln 64 = 4.16 is uniform, 0 is one-hot. ‖J‖: size of the softmax's Jacobian diag(α) − ααᵀ,\n"
               "  how much α can still move when its scores move (the gradient that reaches the scores).\n\n",
-              "  64 个查询对 64 个键，每个分量服从 N(0, 1)；取各行的平均。\n"
+              "  64 个 Query 对 64 个 Key，每个分量服从 N(0, 1)；取各行的平均。\n"
               "  熵：ln 64 = 4.16 为均匀分布，0 为 one-hot。‖J‖：softmax 雅可比矩阵 diag(α) − ααᵀ 的范数，\n"
               "  即分数变化时 α 还能变化多少（传回分数的梯度大小）。\n\n");
     out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 10) << pad_left(tr(l, "entropy", "熵"), 9)
@@ -193,7 +193,7 @@ void exercise2(const Options& o, std::ostream& out) {
               "  match another token's key better than its own. Tying W_Q = W_K makes S_ij = (x_i·W)·(x_j·W), a Gram\n"
               "  matrix: S_ii ≥ 0 and 2·S_ij ≤ S_ii + S_jj, so no pair can beat both of its diagonals — yet a token\n"
               "  with a short projection can still score higher with a long, aligned neighbour than with itself.\n",
-              "  没有任何机制保证 S_ii 最大：q_i 与 k_i 来自不同的矩阵，某个词的查询可能与别的词的键更匹配。\n"
+              "  没有任何机制保证 S_ii 最大：q_i 与 k_i 来自不同的矩阵，某个词的 Query 可能与别的词的 Key 更匹配。\n"
               "  令 W_Q = W_K 时 S_ij = (x_i·W)·(x_j·W) 是 Gram 矩阵：S_ii ≥ 0 且 2·S_ij ≤ S_ii + S_jj，\n"
               "  任何一对都不能同时超过两个对角元——但投影较短的词仍可能与一个更长、方向相近的邻居得分更高。\n");
 }

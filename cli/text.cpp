@@ -31,7 +31,7 @@ const char* diagonal_question(Lang lang) {
               "  S_ii = q_i·k_i: token i's query scored against its own key, the raw score it gives itself before the "
               "softmax",
               "练习 2 · 对角线上的 S_ii 是什么含义？它总是该行最大的分数吗？\n"
-              "  S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积，也就是 softmax 之前它给自己的原始分数");
+              "  S_ii = q_i·k_i：第 i 个词的 Query 与它自己的 Key 的点积，也就是 softmax 之前它给自己的原始分数");
 }
 
 std::vector<std::string> example_tokens(Lang lang) {

@@ -32,7 +32,8 @@ namespace {
 
 // %.9g prints every float32 exactly enough to read back the same float.
 std::string number(float v) {
-    if (std::isinf(v)) return v < 0 ? "\"-inf\"" : "\"inf\"";
+    if (std::isinf(v)) return v < 0 ? "\"-inf\"" : "\"inf\"";  // JSON has no word for either,
+    if (std::isnan(v)) return "\"nan\"";                       // nor for NaN: strings the pages show as such
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", double(v));
     return buf;

@@ -2,7 +2,9 @@
 // example (built by cross/wasm32-emscripten.ini; docs/lesson-03.md): the page passes X, W_Q, W_K and
 // W_V as CSV text, the scale and the mask, and gets back the JSON the pages are drawn from, computed
 // by the same chain (attention/, naive backend) as `attn walk`. Bad input gets what it gets from
-// `attn run`: the CSV reader's or the library's message, here as {"error": "…"}.
+// `attn run`: the CSV reader's or the library's message, here as {"error": "…"}, and for a refused
+// value also {"cell": {"matrix", "row", "column", "problem", "text"}}, so that the page marks the
+// cell and words the problem in its own language without reading the message.
 #include <emscripten/bind.h>
 
 #include <sstream>
@@ -41,6 +43,11 @@ std::string walk(const std::string& x, const std::string& w_q, const std::string
         std::vector<std::string> labels = lines(tokens);
         labels.resize(X.rows());
         return walk_json(layer, trace_forward(layer, X, options), options, labels);
+    } catch (const CellError& e) {  // where the refused value is and what is wrong with it, for the page
+        return "{\"error\": " + json_string(e.what()) + ", \"cell\": {\"matrix\": " + json_string(e.file) +
+               ", \"row\": " + std::to_string(e.row) + ", \"column\": " + std::to_string(e.column) +
+               ", \"problem\": " + json_string(to_string(e.problem)) + ", \"text\": " + json_string(printable(e.text)) +
+               "}}\n";
     } catch (const std::exception& e) {
         return "{\"error\": " + json_string(e.what()) + "}\n";
     }

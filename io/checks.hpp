@@ -31,10 +31,18 @@ inline void check_size(const std::string& name, std::uint64_t rows, std::uint64_
                        describe_bytes(options.max_bytes));
 }
 
+// A refused value at (row, col), counted from 0: CellError with the message "<name>: <what>".
+[[noreturn]] inline void fail_cell(const std::string& name, const std::string& what, std::size_t row, std::size_t col,
+                                   CellError::Problem problem, const std::string& text = "") {
+    throw CellError(printable(name + ": " + what), name, row + 1, col + 1, problem, text);
+}
+
 inline void check_finite(const std::string& name, float value, std::size_t row, std::size_t col) {
     if (!std::isfinite(value))
-        fail(name, std::string(std::isnan(value) ? "NaN" : "an infinite value") + " at row " + std::to_string(row + 1) +
-                       ", column " + std::to_string(col + 1));
+        fail_cell(name,
+                  std::string(std::isnan(value) ? "NaN" : "an infinite value") + " at row " + std::to_string(row + 1) +
+                      ", column " + std::to_string(col + 1),
+                  row, col, std::isnan(value) ? CellError::Problem::nan : CellError::Problem::infinite);
 }
 
 // The readers of files, by format (io/npy.cpp, io/csv.cpp); io/files.cpp picks one by extension.

@@ -173,8 +173,10 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
             const Field kind = parse_number(field, v);
             const std::string shown(field.substr(0, 40));
             if (kind == Field::out_of_range)
-                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " ('" + shown +
-                               "') is outside the range of float32 (largest ±3.4e38)");
+                fail_cell(name,
+                          "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) + " ('" + shown +
+                              "') is outside the range of float32 (largest ±3.4e38)",
+                          rows, j, CellError::Problem::beyond_float32, shown);
             if (kind == Field::not_a_number) {
                 bool any_number = false;
                 for_each_field(line, [&](std::string_view f) {
@@ -183,8 +185,10 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
                 });
                 if (line_number == 1 && !any_number)
                     fail(name, "line 1 is not numeric ('" + shown + "'); if it is a header, pass --csv-header");
-                fail(name, "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) +
-                               " is not a number: '" + shown + "'");
+                fail_cell(name,
+                          "line " + std::to_string(line_number) + ", value " + std::to_string(j + 1) +
+                              " is not a number: '" + shown + "'",
+                          rows, j, CellError::Problem::not_a_number, shown);
             }
             check_finite(name, v, rows, j);
             values.push_back(v);

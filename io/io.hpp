@@ -21,6 +21,27 @@ struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A value that cannot be an input: not a number, beyond float32, infinite or NaN. Besides the
+// message, it says where the value is (1-based row and column of the matrix) and what is wrong, for
+// a caller that shows the cell itself: the pages' editable example marks it and words the problem
+// in the page's language.
+struct CellError : InputError {
+    enum class Problem { not_a_number, beyond_float32, infinite, nan };
+    CellError(const std::string& message, std::string file, std::size_t row, std::size_t column, Problem problem,
+              std::string text)
+        : InputError(message),
+          file(std::move(file)),
+          row(row),
+          column(column),
+          problem(problem),
+          text(std::move(text)) {}
+    std::string file;         // the name the reader was given ("X" in the pages, a path from attn run)
+    std::size_t row, column;  // of the matrix, from 1
+    Problem problem;
+    std::string text;  // the value as written (at most 40 bytes of it; empty for .npy)
+};
+std::string to_string(CellError::Problem problem);  // "not_a_number", "beyond_float32", "infinite", "nan"
+
 // `text` with every control character (NUL, ESC, CR, a newline, DEL) written as \xNN: how a message
 // quotes bytes from a file or a path, so that it stays one line, cannot rewrite a terminal, and is
 // not cut short where it is read as a C string (std::exception::what) at a NUL.

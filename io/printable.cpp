@@ -1,4 +1,5 @@
-// io/printable.cpp — bytes from a file or a path, made safe to quote in a one-line message.
+// io/printable.cpp — the words of the readers' messages: bytes from a file or a path made safe to
+// quote on one line, and the names of a refused cell's problems.
 #include "io/io.hpp"
 
 namespace attn {
@@ -15,6 +16,16 @@ std::string printable(std::string_view text) {
         }
     }
     return out;
+}
+
+std::string to_string(CellError::Problem problem) {
+    switch (problem) {
+        case CellError::Problem::not_a_number: return "not_a_number";
+        case CellError::Problem::beyond_float32: return "beyond_float32";
+        case CellError::Problem::infinite: return "infinite";
+        case CellError::Problem::nan: return "nan";
+    }
+    return "?";
 }
 
 }  // namespace attn

@@ -198,6 +198,8 @@ table.matrix th { font-weight: normal; font-size: 13px; background: #f7f7f7; }
 .editor input.token { width: 5.5em; text-align: left; font-family: inherit; }
 .editor input.bad { border-color: #c0392b; background: #fdecea; outline: 2px solid #c0392b; }
 .editor .error { color: #c0392b; min-height: 1.2em; }
+.variant.stale > :not(.stale-note) { opacity: .3; }
+.stale-note { color: #8c2a1f; background: #fdecea; border: 1px dashed #c0392b; padding: .3rem .7rem; }
 """ + SVG_STYLE
 
 

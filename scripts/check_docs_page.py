@@ -19,8 +19,13 @@ scripts/docs_layout_check.js at 1400×1100 and reads the report it leaves in the
     editable, or, edited as a reader would (scripts/docs_live_check.js), shows an S that is not
     X·W_Q·(X·W_K)ᵀ, an α or O that is not what `attn run` prints for the same matrices, a fourth
     causal token with a nonzero upper triangle, a non-number not marked and named (or anything else
-    changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317. Without it,
-    the example must be the precomputed one. That check runs on Chromium's real clock (DevTools
+    changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317; then, with
+    3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters and 0.5 typed into W_Q₁₁ one after the other,
+    a state that shows numbers other than `attn run`'s α and O for what is typed, unless `attn run`
+    refuses it and the page marks that cell, names the problem in its language and marks the tables
+    as not current; or any script error meanwhile. Screenshots of the overflowed (3e19) and the
+    refused (1e40) states are saved beside the pages'. Without it, the example must be the
+    precomputed one. That check runs on Chromium's real clock (DevTools
     pipe) and prints how long the first render and each recomputation took, and the module's size.
 
 Every href and src of every page (SVG links included) must name a file that was generated or
@@ -29,6 +34,7 @@ Prints one line per check and "N passed, M failed"; exits 1 on any failure. With
 prints a line starting "SKIPPED" and exits 0.
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -84,17 +90,67 @@ def broken_links(out):
 
 
 def attn_run(attn, inputs):
-    """(output, α) as `attn run --backend naive` prints them for the matrices typed into the page."""
+    """(output, α) as `attn run --backend naive` prints them for the matrices typed into the page, or
+    None when it refuses them."""
     with tempfile.TemporaryDirectory() as tmp:
         args = [attn, "run", "--backend", "naive", "--precision", "4"]
         for name, flag in (("X", "--x"), ("W_Q", "--wq"), ("W_K", "--wk"), ("W_V", "--wv")):
             path = Path(tmp) / f"{name}.csv"
             path.write_text("\n".join(",".join(row) for row in inputs[name]) + "\n")
             args += [flag, str(path)]
-        printed = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    rows = [[float(v) for v in line.strip(" []").split()] for line in printed.splitlines() if line.strip().startswith("[")]
+        run = subprocess.run(args, capture_output=True, text=True)
+    if run.returncode == 2 and run.stderr.startswith("attn: error: "):
+        return None
+    run.check_returncode()
+    rows = [[float(v) for v in line.strip(" []").split()] for line in run.stdout.splitlines() if line.strip().startswith("[")]
     n = len(inputs["X"])
     return rows[:n], rows[n:]
+
+
+def typed_checks(check, name, typed, attn, tolerance):
+    """After each value typed into W_Q₁₁: the page shows the chain's own α and O for what is typed (what
+    `attn run` prints for the same matrices), or, where attn run refuses them, marks that cell, says why
+    in the page's language and marks the tables as not current. Never an earlier input's numbers unmarked."""
+    zh = name.startswith("lesson-03.zh")
+    for state in typed:
+        want = attn_run(attn, state["inputs"])
+        what = f"{name}: W_Q₁₁ = {state['value']!r}"
+        if want is not None:
+            O, alpha = want
+            check(not state["stale"] and not state["marked"] and not state["message"]
+                  and close(state["alpha"], alpha, tolerance) and close(state["O"], O, tolerance)
+                  and "undefined" not in state["tables"],
+                  f"{what}: accepted by attn run, and the page shows its α and O, current ({state['alpha']})")
+        else:
+            words = state["message"]
+            in_language = re.search(r"[\u4e00-\u9fff]", words) and "is not a number" not in words if zh else bool(words)
+            check(state["stale"] and state["marked"] == [["W_Q", 0, 0]] and bool(in_language)
+                  and state["note"].endswith(words) and len(state["note"]) > len(words),
+                  f"{what}: refused by attn run; the page marks the cell, says why ({words!r}) and marks the tables "
+                  f"as not current ({state['note'][:60]!r}…)")
+
+
+def live_screenshots(profile, out, name, shots, timeout=60):
+    """Screenshots of the editable example in two states a reader can reach: an overflow the chain
+    computes (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo) and a refused cell (1e40)."""
+    browser = DevTools(profile, (out / name).as_uri())
+    saved = []
+    try:
+        deadline = time.monotonic() + timeout
+        session = browser.attach(deadline)
+        browser.wait_for(session, "window.workedExampleReady !== undefined", deadline)
+        typing = ("(value, target) => { const c = document.querySelector('.editor input[data-m=\"W_Q\"][data-i=\"0\"][data-j=\"0\"]');"
+                  " c.value = value; c.dispatchEvent(new Event('input', {bubbles: true}));"
+                  " document.querySelector(target).scrollIntoView(); return true; }")
+        for state, value, target in (("overflowed", "3e19", ".variant .aside"), ("refused", "1e40", ".editor .error")):
+            browser.evaluate(session, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
+            time.sleep(0.3)
+            shot = shots / f"{name.removesuffix('.html')}-{state}.png"
+            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", session)["data"]))
+            saved.append(shot)
+    finally:
+        browser.close()
+    return saved
 
 
 def close(shown, want, tolerance):
@@ -160,6 +216,29 @@ class DevTools:
                     raise RuntimeError(f"{method}: {answer['error']}")
                 return answer["result"]
 
+    def attach(self, deadline):
+        """A session on the browser's page, once it has one (None if not by `deadline`)."""
+        pages = []
+        while not pages and time.monotonic() < deadline:
+            pages = [t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
+            time.sleep(0.05)
+        return self.call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)["sessionId"] if pages else None
+
+    def evaluate(self, session, expression):
+        return self.call("Runtime.evaluate", session, returnByValue=True, expression=expression)["result"].get("value")
+
+    def wait_for(self, session, expression, deadline):
+        """The value of `expression` in the page once it is truthy, asked every 0.1 s (None at `deadline`)."""
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(session, expression)
+                if value:
+                    return value
+            except RuntimeError:  # no page to evaluate in yet (it is still being loaded): ask again
+                pass
+            time.sleep(0.1)
+        return None
+
     def close(self):
         try:
             self.call("Browser.close")
@@ -184,20 +263,9 @@ def probe_real_time(profile, out, name, script, report_id, timeout=60):
     found = None
     try:
         deadline = time.monotonic() + timeout
-        pages = []
-        while not pages and time.monotonic() < deadline:
-            pages = [t for t in browser.call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
-            time.sleep(0.05)
-        if not pages:
-            return None
-        session = browser.call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)["sessionId"]
-        while found is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            try:
-                found = browser.call("Runtime.evaluate", session, returnByValue=True, expression=
-                                     f"(document.getElementById('{report_id}') || {{}}).textContent")["result"].get("value")
-            except RuntimeError:  # no page to evaluate in yet (it is still being loaded): ask again
-                continue
+        session = browser.attach(deadline)
+        if session:
+            found = browser.wait_for(session, f"(document.getElementById('{report_id}') || {{}}).textContent", deadline)
     finally:
         browser.close()
         copy.unlink()
@@ -224,10 +292,13 @@ def live_checks(check, profile, out, name, attn):
     check(c["causal"] == "1" and len(c["alpha"]) == 4 and all(v == "0.0000" for v in upper),
           f"{name}: a fourth token under the causal mask: α is 4×4 with a zero upper triangle")
     b = r["bad"]
-    check(b["marked"] == [["X", 1, 2]] and "X: line 2, value 3 is not a number: 'abc'" in b["message"] and b["unchanged"]
-          and b["cleared"], f"{name}: a non-number is marked and named, and nothing else changes until it is fixed ({b})")
+    named = "X：第 2 行第 3 个值不是数字：“abc”" if name.startswith("lesson-03.zh") else "X: line 2, value 3 is not a number: 'abc'"
+    check(b["marked"] == [["X", 1, 2]] and named in b["message"] and b["unchanged"] and b["cleared"],
+          f"{name}: a non-number is marked and named in the page's language, and no number changes until it is fixed ({b})")
     check(r["reset"]["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and r["reset"]["tokens"] == 3,
           f"{name}: reset brings back the lesson's α₁ = {r['reset']['alpha_row_1']}")
+    typed_checks(check, name, r["typed"], attn, tolerance)
+    check(not r["script_errors"], f"{name}: no script error while editing ({r['script_errors'][:3]})")
     # Times are reported, not judged: they are the host's, and a check decides only what a commit decides.
     times = sorted(r["recompute_ms"])
     first = r["first_render_ms"]
@@ -292,6 +363,8 @@ def main():
                       and h["steps_in_order"] and h["headings"] >= 6 and h["causal_switch_works"], f"{name}: heat map {h}")
                 if live:
                     live_checks(check, profile, out, name, args.attn)
+                    for shot in live_screenshots(profile, out, name, shots):
+                        check(shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")
             shot = shots / (name.removesuffix(".html") + ".png")
             chromium(profile, f"--screenshot={shot}", (out / name).as_uri())
             check(shot.exists() and shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")

@@ -38,13 +38,19 @@ TEXT = {
         "live_intro": "Change any number, a token's name, the number of tokens or $d_k$ and $d_v$: every table "
                       "below is computed again by the WebAssembly build of the chain — the same C++ as "
                       "<code>attn walk</code>. A cell that is not a number, or beyond float32, is marked and "
-                      "named, and nothing changes until it is fixed.",
+                      "named, and until it is fixed the tables below are dimmed and say that they are not "
+                      "current.",
         "edited_note": "These are your numbers now, not the lesson's; every table below follows from them.",
         "tokens": "tokens", "token": "token", "reset": "reset to the lesson",
+        "lang": "en",
+        "stale": "Not current: these tables still show the last input the chain accepted, not the one above",
+        "render_failed": "This result could not be drawn",
+        "refused": "The chain refused this input",
+        "cell_problems": {},  # English: the program's own message, as attn run prints it
     },
     "zh": {
         "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
-        "names": {"X": "输入", "Q": "查询", "K": "键", "V": "值", "S": "分数", "S'": "缩放后",
+        "names": {"X": "输入", "Q": "Query", "K": "Key", "V": "Value", "S": "分数", "S'": "缩放后",
                   "α": "权重", "O": "输出", "mask": "因果掩码（可选）"},
         "heading": "示例的计算结果，由 attn 算出",
         "intro": "下面每个数都是构建本页时由 <code>attn walk --format json</code> 输出的，因此不会与代码脱节；"
@@ -56,9 +62,20 @@ TEXT = {
         "noscript": "这个示例的表格需要 JavaScript；<code>attn walk</code> 会打印同样的数。",
         "live_intro": "可以修改任意一个数、词的名字、词的个数，以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
                       "WebAssembly 版本重新算出——与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 float32 "
-                      "范围的格子会被标出并说明原因，改正之前其余内容保持不变。",
+                      "范围的格子会被标出并说明原因；改正之前，下面的表格会变淡，并注明它们不是当前输入的结果。",
         "edited_note": "现在这些是你的数，而不是课程里的；下面每张表都由它们算出。",
         "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
+        "lang": "zh",
+        "stale": "以下不是当前结果：这些表格仍是计算链上一次接受的输入算出的，而不是上面这组输入",
+        "render_failed": "这个结果无法显示",
+        "refused": "计算链拒绝了这组输入",
+        # a refused cell: matrix, row, column, the value as typed (cli/wasm_walk.cpp's "cell")
+        "cell_problems": {
+            "not_a_number": "{}：第 {} 行第 {} 个值不是数字：“{}”",
+            "beyond_float32": "{}：第 {} 行第 {} 个值（{}）超出 float32 的范围（最大 ±3.4e38）",
+            "infinite": "{}：第 {} 行第 {} 个值是无穷大",
+            "nan": "{}：第 {} 行第 {} 个值是 NaN（不是数）",
+        },
     },
 }
 

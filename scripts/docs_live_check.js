@@ -6,10 +6,15 @@
 //   2. add a token and switch the causal mask on: report α (its upper triangle must be 0);
 //   3. type a non-number into X: report which cells are marked, the message, and whether α stayed;
 //   4. fix it, reset to the lesson, mask off: report α's first row (0.4838 0.2844 0.2317);
-//   and the milliseconds of the first render (from reading and from compiling the module) and of each
+//   5. type 3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters and 0.5 into W_Q₁₁, one after the
+//      other, as keystrokes arrive: after each, report the matrices typed, whether the tables are
+//      marked as not current (and what they say), the marked cells, the message, α and O;
+//   and every script error the page raised, and the milliseconds of the first render (from reading and from compiling the module) and of each
 //   recomputation, which check_docs_page.py takes on the real clock and prints.
 "use strict";
 (() => {
+  const scriptErrors = [];
+  window.addEventListener("error", (e) => scriptErrors.push(String(e.message)));
   const report = (r) => {
     const pre = document.createElement("pre");
     pre.id = "live-report";
@@ -54,6 +59,18 @@
     click('.editor button[data-action="reset"]');
     click('.switch input[value="0"]');
     r.reset = { alpha_row_1: shown("alpha")[0], tokens: shown("alpha").length };
+
+    const variant = section.querySelector(".variant");
+    r.typed = ["3e19", "1", "1e", "1e4", "1e40", "inf", "nan", "", "abc", "0.5"].map((value) => {
+      type(cell("W_Q", 0, 0), value);
+      const note = variant.querySelector(".stale-note");
+      return { value, inputs: matrices(), stale: variant.classList.contains("stale"), note: note ? note.textContent : "",
+               marked: [...section.querySelectorAll(".editor input.bad")].map((c) => [c.dataset.m, +c.dataset.i, +c.dataset.j]),
+               message: section.querySelector(".editor .error").textContent, alpha: shown("alpha"), O: shown("O"),
+               tables: [...variant.querySelectorAll("td")].map((td) => td.textContent).join(" ") };
+    });
+    click('.editor button[data-action="reset"]');
+    r.script_errors = scriptErrors;
     r.recompute_ms = window.workedExampleTimings;
     report(r);
   };

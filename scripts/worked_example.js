@@ -15,11 +15,21 @@
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
   // ---- the layout of one result --------------------------------------------------------------
-  const fmt = (v) => (v === "-inf" ? "−∞" : v.toFixed(4).replace("-", "−"));
-  const fixed = (v) => v.toFixed(4);
+  // JSON has no word for ±∞ or NaN, so the chain writes them as the strings "inf", "-inf" (a masked
+  // score) and "nan"; every value below is shown as what it is, in a table and in a formula alike.
+  const value = (v) => (typeof v === "number" ? v : { inf: Infinity, "-inf": -Infinity }[v] ?? NaN);
+  const shown = (v, inTable) => {
+    const x = value(v);
+    if (Number.isFinite(x)) return inTable ? x.toFixed(4).replace("-", "−") : x.toFixed(4);
+    if (Number.isNaN(x)) return inTable ? "NaN" : "\\text{NaN}";
+    return inTable ? (x > 0 ? "∞" : "−∞") : (x > 0 ? "\\infty" : "-\\infty");
+  };
+  const fmt = (v) => shown(v, true);
+  const fixed = (v) => shown(v, false);
   const term = (v) => {
-    const s = v.toFixed(4).replace(/0+$/, "").replace(/\.$/, "");
-    return v < 0 ? `(${s})` : s;
+    const x = value(v);
+    const s = Number.isFinite(x) ? x.toFixed(4).replace(/0+$/, "").replace(/\.$/, "") : fixed(v);
+    return x < 0 || Number.isNaN(x) ? `(${s})` : s;
   };
   const products = (a, b) => a.map((x, k) => `${term(x)}\\times ${term(b[k])}`).join(" + ");
   const column = (m, j) => m.map((row) => row[j]);
@@ -30,7 +40,7 @@
     const body = m.map((row, i) => {
       const cells = row.map((v) => {
         let style = "";
-        if (heat && v !== "-inf") {  // α = 0 white … α = 1 dark blue; white text once the cell is dark
+        if (heat && Number.isFinite(value(v))) {  // α = 0 white … α = 1 dark blue; white text once the cell is dark
           const shade = 0.08 + 0.92 * v;
           style = ` style="background: rgba(30, 64, 175, ${shade.toFixed(3)}); color: ${shade > 0.42 ? "#fff" : "#111"}"`;
         }
@@ -44,8 +54,9 @@
     `<div class="mat"${name ? ` data-name="${name}"` : ""}><div class="cap">${caption}</div>${content}</div>`;
   const mats = (...figures) => `<div class="mats">${figures.join("")}</div>`;
   const aside = (heading, ...parts) => `<div class="aside"><h4>${heading}</h4>${parts.join("")}</div>`;
-  const largestPerRow = (S, tok) =>
-    S.map((row, i) => `${esc(tok[i])} → ${esc(tok[row.indexOf(Math.max(...row))])}`).join(t.comma);
+  // the first column of each row's largest score (NaN is never the largest)
+  const argmax = (row) => row.map(value).reduce((best, x, j, xs) => (x > xs[best] || Number.isNaN(xs[best]) ? j : best), 0);
+  const largestPerRow = (S, tok) => S.map((row, i) => `${esc(tok[i])} → ${esc(tok[argmax(row)])}`).join(t.comma);
 
   function exercise5(e, s) {
     const i = e.row + 1, sub = (v) => v.replace(/\d/g, (c) => "₀₁₂₃₄₅₆₇₈₉"[c]);
@@ -170,6 +181,27 @@
   }
 
   const csv = (m) => m.map((row) => row.map((v) => v.trim()).join(",")).join("\n");
+  // What the chain refused, in the page's language: a refused value by its cell (the module says
+  // where it is and what is wrong with it, so nothing here reads the message), anything else (shapes,
+  // a step that could leave float32) with the program's own message.
+  const refusal = (d) => {
+    if (!d.cell) return t.lang === "en" ? d.error : `${t.refused}${t.colon}${d.error}`;
+    if (t.lang === "en") return d.error;
+    const c = d.cell;
+    return fill(t.cell_problems[c.problem], c.matrix, c.row, c.column, c.text);
+  };
+  // While a cell is refused, or a result could not be drawn, the tables below still hold an earlier
+  // result: they are dimmed and say so, until the chain has computed the input shown above them.
+  const markStale = (why) => {
+    out.classList.add("stale");
+    let note = out.querySelector(".stale-note");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "stale-note";
+      out.prepend(note);
+    }
+    note.textContent = `${t.stale}${t.colon}${why}`;
+  };
   function compute() {
     const { scale, causal } = choice();
     const started = performance.now();
@@ -177,17 +209,24 @@
                                      state.tokens.join("\n")));
     for (const bad of editor.querySelectorAll("input.bad")) bad.classList.remove("bad");
     const error = editor.querySelector(".error");
-    if (d.error) {  // mark the cell the message names; the tables keep the last good result
-      const at = /^(X|W_Q|W_K|W_V): line (\d+)(?:, value (\d+))?/.exec(d.error);
-      if (at) {
-        const row = editor.querySelectorAll(`input[data-m="${at[1]}"][data-i="${at[2] - 1}"]`);
-        for (const cell of row) if (!at[3] || cell.dataset.j === String(at[3] - 1)) cell.classList.add("bad");
+    if (d.error) {  // mark the refused cell; the tables keep the last good result, marked as not current
+      if (d.cell) {
+        const cell = editor.querySelector(`input[data-m="${d.cell.matrix}"][data-i="${d.cell.row - 1}"][data-j="${d.cell.column - 1}"]`);
+        if (cell) cell.classList.add("bad");
       }
-      error.textContent = d.error;
+      error.textContent = refusal(d);
+      markStale(error.textContent);
+      return;
+    }
+    try {
+      render(d, edited);
+    } catch (e) {  // a result the layout could not draw: say so rather than leave another's numbers
+      error.textContent = `${t.render_failed}${t.colon}${e.message}`;
+      markStale(error.textContent);
       return;
     }
     error.textContent = "";
-    render(d, edited);
+    out.classList.remove("stale");
     timings.push(performance.now() - started);
   }
 

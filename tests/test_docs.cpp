@@ -203,6 +203,8 @@ TEST_CASE("the Chinese docs say which links lead to English-only pages", "[docs]
     CHECK(links >= 2);
 }
 
+// A learner's path comes first (run, read the formula↔code table, open the page, change a number,
+// each step's command on a line of its own), the engineer's sections after it.
 TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what to do next", "[docs]") {
     const std::string text = read(root / "README.md");
     const std::vector<std::string> order = {"Attention 03",
@@ -210,7 +212,17 @@ TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what 
                                             "./scripts/dev demo",
                                             "./scripts/dev test",
                                             "The walk\nbegins like this",
-                                            "## Next: the pages, the exercises, the reading order",
+                                            "## A learner's path",
+                                            "**1. Run it.**",
+                                            "**2. Read it beside the lesson.**",
+                                            "| lesson | code (attention/attention.cpp) | shape |",
+                                            "**3. Open the page.**",
+                                            "\n    ./scripts/dev docs ",
+                                            "**4. Change a number.**",
+                                            "\n    ./scripts/dev wasm ",
+                                            "\n    ./scripts/dev docs ",
+                                            "## The exercises",
+                                            "## For engineers",
                                             "## Your own matrices",
                                             "## Backends",
                                             "## Benchmarks",

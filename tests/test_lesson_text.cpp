@@ -74,9 +74,8 @@ TEST_CASE("walk asks the lesson's four confusions, in its order; Q·K against Q�
         {"Confusion 1 · Why does Q·Kᵀ tell how the tokens relate?",
          "Confusion 2 · Why softmax along rows and not down columns?",
          "Confusion 3 · Why is the output still one vector per token?", "Confusion 4 · How do d_k and d_model relate?"},
-        {"容易混淆的问题 1 · Q·Kᵀ 为什么能表示词与词之间的关系？",
-         "容易混淆的问题 2 · softmax 为什么按行做，而不是按列？", "容易混淆的问题 3 · 为什么输出仍然是一个词一个向量？",
-         "容易混淆的问题 4 · d_k 与 d_model 是什么关系？"}};
+        {"容易搞混的问题 1 · Q·Kᵀ 为什么是词与词的关系矩阵？", "容易搞混的问题 2 · softmax 为什么按行做，而不是按列？",
+         "容易搞混的问题 3 · 为什么输出仍然是一个词一个向量？", "容易搞混的问题 4 · d_k 与 d_model 是什么关系？"}};
     for (const bool zh : {false, true}) {
         const RunResult r = run_attn(zh ? "walk --lang zh" : "walk");
         REQUIRE(r.status == 0);
@@ -94,8 +93,8 @@ TEST_CASE("walk asks the lesson's four confusions, in its order; Q·K against Q�
         CHECK((step3 < remark && remark < step4));
         CHECK(remark < r.out.find(headings[zh][0]));
         // confusion 2 says what a column would then mean
-        CHECK_THAT(r.out,
-                   Contains(zh ? "所有查询争夺位置 j 的程度" : "how strongly all the queries compete for position j"));
+        CHECK_THAT(r.out, Contains(zh ? "所有 Query 争夺位置 j 的程度"
+                                      : "how strongly all the queries compete for position j"));
     }
 }
 
@@ -276,7 +275,10 @@ TEST_CASE("Chinese output: full-width punctuation after Chinese text, no English
         if (args.find("--help") == std::string::npos)  // (a help text names the options, in English)
             CHECK_THAT(r.out, !Contains("backend ") && !Contains("max =") && !Contains("的对数") &&
                                   !Contains("Step ") && !Contains("the "));
-        CHECK_THAT(r.out, !Contains("误区"));  // the lesson's word for them is 容易混淆的问题, used everywhere
+        // The lesson's own terms: its confusions are 容易搞混的问题, and it writes Query, Key and Value
+        // in Latin letters; the project says the same everywhere, never 误区 or 容易混淆, 查询 or 键.
+        CHECK_THAT(r.out, !Contains("误区") && !Contains("容易混淆") && !Contains("查询") && !Contains("键") &&
+                              !Contains("值向量") && !Contains(" query ") && !Contains(" key "));
     }
     // The check itself, on the three mistakes it was written for and on their corrections.
     CHECK(problem("  坐    S₂₂ = 1.2631  否，该行最大的分数属于 地毯 (S₂₃ = 1.3378)") != "");
@@ -297,7 +299,7 @@ TEST_CASE("exercise 2 first says what S_ii is, then asks whether it is the large
             REQUIRE(r.status == 0);
             const std::size_t question = r.out.find(zh ? "对角线上的 S_ii 是什么含义？它总是该行最大的分数吗？"
                                                        : "What is the diagonal S_ii, and is it the largest score");
-            const std::size_t meaning = r.out.find(zh ? "S_ii = q_i·k_i：第 i 个词的 query 与它自己的 key 的点积"
+            const std::size_t meaning = r.out.find(zh ? "S_ii = q_i·k_i：第 i 个词的 Query 与它自己的 Key 的点积"
                                                       : "S_ii = q_i·k_i: token i's query scored against its own key");
             const std::size_t first_row = r.out.find(zh ? "S₁₁ = " : "S₁₁ = ", question);
             REQUIRE(question != std::string::npos);
@@ -407,4 +409,32 @@ TEST_CASE("the pages' sentences are the walk's own: printed by it, formulas mark
             }
         }
     }
+}
+
+// Step 4's main reason, as the lesson gives it: the scaling is needed for numerical stability, since
+// unscaled scores make the softmax nearly one-hot and its gradients vanish; said at step 4 itself,
+// in both languages, with the exercise that shows it. And step 5 says what the softmax does to each
+// entry (exponentiate, divide by the row's sum), which "made positive" did not.
+TEST_CASE("walk: step 4 gives the scaling's main reason, step 5 the softmax in words", "[cli][walk][lesson]") {
+    for (const bool zh : {false, true}) {
+        const RunResult r = run_attn(zh ? "walk --lang zh" : "walk");
+        REQUIRE(r.status == 0);
+        const std::size_t step4 = r.out.find(zh ? "第 4 步 · " : "Step 4 · "),
+                          step5 = r.out.find(zh ? "第 5 步 · " : "Step 5 · "),
+                          step6 = r.out.find(zh ? "第 6 步 · " : "Step 6 · ");
+        REQUIRE((step4 < step5 && step5 < step6 && step6 != std::string::npos));
+        const std::string at4 = r.out.substr(step4, step5 - step4), at5 = r.out.substr(step5, step6 - step5);
+        for (const char* phrase :
+             zh ? std::vector<const char*>{"数值稳定", "必要", "one-hot", "梯度几乎消失", "attn exercise 1"}
+                : std::vector<const char*>{"numerical stability", "not as an optional trick", "one-hot",
+                                           "gradients all but vanish", "attn exercise 1"}) {
+            INFO(phrase);
+            CHECK_THAT(at4, Contains(phrase));
+        }
+        CHECK_THAT(at5, Contains(zh ? "每一行取指数后除以该行之和"
+                                    : "each entry is exponentiated and divided by its row's sum"));
+        CHECK_THAT(r.out, !Contains("made positive"));
+    }
+    // under the other scales, the same consequence is what their notes point at
+    CHECK_THAT(run_attn("walk --scale none").out, Contains("attn exercise 1"));
 }

@@ -89,6 +89,26 @@ Promise.resolve(require(path.resolve(bundle))()).then((module) => {  // compiled
   check(error(csv(X), "1,2,3\n4,5").includes("W_Q: line 2"), "a ragged matrix is named");
   check(error("1,2,3\n4,5,6", csv(WQ)).includes("X (2×3) needs d_model = 4 columns to meet W_Q (4×3)"),
         "X of the wrong width for the weights is refused, both shapes named");
+  // A refused value also says where it is and what is wrong, so that the page marks the cell and
+  // words the problem in its own language without reading the message.
+  const cell = (x) => JSON.stringify(JSON.parse(module.walk(x, csv(WQ), csv(WK), csv(WV), "sqrt", false, "")).cell);
+  check(cell("1,abc,0,0") === '{"matrix":"X","row":1,"column":2,"problem":"not_a_number","text":"abc"}',
+        "a non-number's cell: X row 1, column 2");
+  check(cell("1,0,0,0\n0,1e39,0,0") === '{"matrix":"X","row":2,"column":2,"problem":"beyond_float32","text":"1e39"}',
+        "a value beyond float32: its cell");
+  check(cell("1,0,0,inf") === '{"matrix":"X","row":1,"column":4,"problem":"infinite","text":""}' &&
+        cell("nan,0,0,0") === '{"matrix":"X","row":1,"column":1,"problem":"nan","text":""}', "inf and nan: their cells");
+  check(cell("1,2,3") === undefined, "a shape error names no cell");
+
+  // 4. Accepted input whose demos overflow: ±∞ and NaN come back as the strings "inf", "-inf" and
+  // "nan" (JSON has no word for them), and the result still parses. Q's first rows are (a, a, 0) and
+  // (a, −a, 0) with a = 3e19: in S with W_K = W_Q, q₁·q₁ = ∞ and q₁·q₂ = a² − a² = ∞ − ∞ = NaN.
+  const eye = "1,0,0,0\n0,1,0,0\n0,0,1,0", big = "3e19,3e19,0\n3e19,-3e19,0\n0,0,1\n0,0,0";
+  let extreme = null;
+  try { extreme = JSON.parse(module.walk(eye, big, csv(WK), csv(WV), "sqrt", false, "")); } catch (e) {}
+  const demo = extreme && extreme.S_with_W_K_as_W_Q;
+  check(extreme !== null && !extreme.error && demo[0][0] === "inf" && demo[0][1] === "nan",
+        `values the chain computes as ∞ and NaN arrive as "inf" and "nan" in valid JSON (${demo && demo[0]})`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 });
