@@ -1,7 +1,9 @@
 // attention/attention.cpp — the lesson's chain, one statement per step. Each step carries a marker
 // (“step 3” in square brackets, and so on) that docs/lesson-03.md links to, with its formula and
 // shapes in the comment above it. Sizes: n query tokens, m key/value tokens (m = n in
-// self-attention), d_model embedding width, d_k query/key width, d_v value width.
+// self-attention), d_model embedding width, d_k query/key width, d_v value width. Below the steps:
+// the functions a caller calls, which check the inputs, charge a memory budget and choose between
+// the steps and the fused kernel.
 #include "attention/attention.hpp"
 
 #include <cmath>
@@ -12,47 +14,81 @@
 
 namespace attn {
 
+namespace {
+
 // Steps 1–2: X → Q, K, V.
-SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, Backend b) const {
-    guards::check_projection_inputs(X, W_Q_, W_K_, W_V_);  // shapes and float range, before any work
-    Projections p;
+SingleHeadAttention::Projections projection_steps_1_2(const Matrix& X, const Matrix& W_Q, const Matrix& W_K,
+                                                      const Matrix& W_V, Backend b) {
+    SingleHeadAttention::Projections p;
     // [step 1] X = [x_1; …; x_n]: one d_model-wide embedding per token    (n×d_model)
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
-    backends::matmul_into(X, W_Q_, p.Q, b);
+    backends::matmul_into(X, W_Q, p.Q, b);
     // [step 2.K] K = X·W_K     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token offers to be found by
-    backends::matmul_into(X, W_K_, p.K, b);
+    backends::matmul_into(X, W_K, p.K, b);
     // [step 2.V] V = X·W_V     (n×d_model)·(d_model×d_v) → (n×d_v);  what each token hands over when chosen
-    backends::matmul_into(X, W_V_, p.V, b);
+    backends::matmul_into(X, W_V, p.V, b);
     return p;
 }
 
-// Steps 3–6: Q, K, V → O.
-void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                       const AttentionOptions& options, AttentionResult& out) {
-    guards::check_attention_inputs(Q, K, V, options, out);  // shapes and float range, before any work
+// Steps 3–6: Q, K, V → O, on the materialised backends (naive, simd, parallel).
+void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
+                            AttentionResult& out) {
     const Backend b = options.backend;
-    const float scale = scale_factor(options.scale, Q.cols());
-    // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
-    if (b == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options.causal, out);
-    Matrix& S = out.weights;  // one n×m buffer holds S, then S', then α: each step overwrites the last
-
+    Matrix& S = out.weights;  // one n×m buffer: S, then S', then α (each step overwrites the one before)
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
+    backends::scores_into(Q, K, S, b);
     // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
     //   why: for independent unit-variance entries, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
-    // One call does both; the fast kernels scale as each S_ij leaves the registers (BM_scale_folding).
-    backends::scaled_scores_into(Q, K, scale, S, b);
+    const backends::ScaledScores S_scaled = backends::scale(S, scale_factor(options.scale, Q.cols()), b);
     // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
-    if (options.causal) backends::causal_mask_in_place(S, b);
+    if (options.causal) backends::causal_mask_in_place(S_scaled, b);
     // [step 5] α = softmax_row(S')      (n×m) → (n×m);  α_ij = e^S'_ij / Σ_t e^S'_it, Σ_j α_ij = 1
-    backends::softmax_rows_in_place(S, b);
+    const Matrix& alpha = backends::softmax_rows_in_place(S_scaled, b);
     // [step 6] O = α·V                  (n×m)·(m×d_v) → (n×d_v);  o_i = Σ_j α_ij·v_j
-    backends::matmul_into(out.weights, V, out.output, b);  // out.weights: the buffer S now holds α
+    backends::matmul_into(alpha, V, out.output, b);
 }
 
-// The lesson's SingleHeadAttention.forward: steps 1–2, then 3–6.
+}  // namespace
+
+// The functions a caller calls: checks first, then the budget, then the steps.
+
+// Steps 1–2, with their checks and budget.
+SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, const AttentionOptions& options) const {
+    guards::check_projection_shapes(X, W_Q_, options.names);
+    if (options.budget)
+        charge(*options.budget,
+               backends::projection_buffers(X.rows(), X.cols(), W_Q_.cols(), W_V_.cols(), options.backend));
+    guards::check_projection_values(X, W_Q_, W_K_, W_V_, options.names);  // float range, before any work
+    return projection_steps_1_2(X, W_Q_, W_K_, W_V_, options.backend);
+}
+
+// Steps 3–6 by the backend asked for: the lesson's steps one by one (above), or the fused kernel,
+// which computes the same O in one tiled pass without S or α.
+void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                       const AttentionOptions& options, AttentionResult& out) {
+    guards::check_attention_shapes(Q, K, V, options, out);
+    if (options.budget)
+        charge(*options.budget, backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend));
+    guards::check_attention_values(Q, K, V, options);  // float range, before any work
+    const float scale = scale_factor(options.scale, Q.cols());
+    // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
+    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options.causal, out);
+    attention_steps_3_to_6(Q, K, V, options, out);
+}
+
+// The lesson's SingleHeadAttention.forward: steps 1–2, then 3–6. With a budget, everything both
+// stages allocate is charged before step 1 runs: a run too large is refused before any work.
 AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options) const {
-    const Projections p = project(X, options.backend);
-    return scaled_dot_product_attention(p.Q, p.K, p.V, options);
+    AttentionOptions stages = options;
+    if (options.budget) {
+        guards::check_projection_shapes(X, W_Q_, options.names);
+        const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+        charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
+        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend));
+        stages.budget = nullptr;  // charged: the stages below allocate nothing else
+    }
+    const Projections p = project(X, stages);
+    return scaled_dot_product_attention(p.Q, p.K, p.V, stages);
 }
 
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
@@ -62,9 +98,13 @@ AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, c
     return result;
 }
 
-SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V)
+SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V, const OperandNames& names)
     : W_Q_(std::move(W_Q)), W_K_(std::move(W_K)), W_V_(std::move(W_V)) {
-    guards::check_weights(W_Q_, W_K_, W_V_);
+    guards::check_weights(W_Q_, W_K_, W_V_, names);
+}
+
+void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers) {
+    for (const backends::Buffer& buffer : buffers) budget.charge(buffer.bytes, buffer.name);
 }
 
 float scale_factor(Scale scale, std::size_t d_k) {

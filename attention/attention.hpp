@@ -32,7 +32,8 @@ struct AttentionTrace {
 // The factor with S' = scale·S: 1/√d_k, 1/d_k or 1.
 float scale_factor(Scale scale, std::size_t d_k);
 
-// The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v).
+// The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v). With
+// options.budget, every buffer it allocates is charged before the first step.
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
                                              const AttentionOptions& options = {});
 // Same, writing into `out`, whose matrices are reused when they already have room: a loop calling
@@ -43,16 +44,18 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
 // The lesson's SingleHeadAttention: three projection matrices and a forward pass.
 class SingleHeadAttention {
 public:
-    // W_Q (d_model×d_k), W_K (d_model×d_k), W_V (d_model×d_v).
-    SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V);
+    // W_Q (d_model×d_k), W_K (d_model×d_k), W_V (d_model×d_v); `names` say how errors name them.
+    SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V, const OperandNames& names = {});
 
+    // With options.budget, all that both stages allocate is charged before step 1.
     AttentionResult forward(const Matrix& X, const AttentionOptions& options = {}) const;
 
-    // Steps 1–2 alone: Q, K, V for X (forward = project, then scaled_dot_product_attention).
+    // Steps 1–2 alone: Q, K, V for X (forward = project, then scaled_dot_product_attention); of the
+    // options, the backend, the budget and the names count.
     struct Projections {
         Matrix Q, K, V;
     };
-    Projections project(const Matrix& X, Backend backend = Backend::naive) const;
+    Projections project(const Matrix& X, const AttentionOptions& options = {}) const;
 
     const Matrix& W_Q() const { return W_Q_; }
     const Matrix& W_K() const { return W_K_; }
@@ -61,6 +64,12 @@ public:
 private:
     Matrix W_Q_, W_K_, W_V_;
 };
+
+// Charges each buffer to the budget by its name (std::length_error at the first that does not fit).
+namespace backends {
+struct Buffer;
+}
+void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers);
 
 // layer.forward(X, options) with every intermediate kept (attention/trace.cpp). Backend::fused keeps
 // no n×n intermediates, so asking it for a trace is an error (std::invalid_argument).

@@ -12,27 +12,43 @@
 
 namespace attn::backends {
 
-void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);                      // C = A·B
-void scaled_scores_into(const Matrix& Q, const Matrix& K, float scale, Matrix& S, Backend backend);  // S = scale·Q·Kᵀ
-void causal_mask_in_place(Matrix& S, Backend backend);   // S_ij ← −∞, j > i
-void softmax_rows_in_place(Matrix& S, Backend backend);  // row-wise softmax
+// S' = factor·S as step 4 leaves it for step 5: the naive backend multiplies every S_ij at step 4
+// and leaves factor 1; the fast backends leave S as the product computed it, and their softmax
+// multiplies each score as it reads it (the fold lives in that kernel, simd/softmax.cpp: no pass of
+// its own over the n×m matrix; BM_scale_folding measures what such a pass would cost). Either way
+// step 5 sees the same bits, round(factor·S_ij).
+struct ScaledScores {
+    Matrix& S;
+    float factor;
+};
+
+void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·B (steps 2 and 6)
+void scores_into(const Matrix& Q, const Matrix& K, Matrix& S, Backend backend);  // S = Q·Kᵀ (step 3)
+ScaledScores scale(Matrix& S, float factor, Backend backend);                    // S' = factor·S (step 4)
+void causal_mask_in_place(const ScaledScores& S, Backend backend);               // S'_ij ← −∞, j > i
+// α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
+Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
 // out.weights is left empty (0×0), since α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
                           AttentionResult& out);
 
+// What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its results
+// and its kernels' scratch, on this backend (attention/backends.cpp, beside the kernel calls they
+// account for). Checked arithmetic: std::length_error when a size cannot even be counted.
+struct Buffer {
+    std::string name;  // "S, then α (65536×65536) of steps 3–5", …
+    std::uint64_t bytes;
+};
+// Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v).
+std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                       Backend backend);
+// Steps 3–6: Q (n×d_k), K (m×d_k), V (m×d_v) → O (n×d_v), and α (n×m) unless the backend is fused.
+std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend);
+
 }  // namespace attn::backends
 
-// Defined in attention/backends.cpp, beside the kernel calls they account for.
 namespace attn {
-
-// Memory a call allocates besides its inputs, for a caller that must keep within a budget
-// (`attn run --max-memory`). Checked arithmetic: std::length_error when it cannot even be counted.
-//   attention_bytes: Q (n×d_k), K (m×d_k), V (m×d_v) → the output (n×d_v), the n×m S/α unless the
-//                    backend is fused, and the kernels' scratch (per thread for fused).
-//   projection_bytes: X (n×d_model) → Q, K, V and the kernels' scratch.
-std::uint64_t attention_bytes(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend);
-std::uint64_t projection_bytes(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v, Backend backend);
 
 // What the fast backends were built for, as `attn --version` prints it.
 struct BuildInfo {

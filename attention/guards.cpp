@@ -35,7 +35,7 @@ void check_float_range(const std::string& who, const std::string& step, const st
 }
 
 // max_i ‖row i of A‖, refused when A holds NaN or ±inf.
-double largest_row_norm(const std::string& who, const char* name, const Matrix& A) {
+double largest_row_norm(const std::string& who, const std::string& name, const Matrix& A) {
     const double norm = max_row_norm(A);
     if (!std::isfinite(norm))
         throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
@@ -44,60 +44,70 @@ double largest_row_norm(const std::string& who, const char* name, const Matrix& 
 
 }  // namespace
 
-void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
+void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
+                            const AttentionResult& out) {
+    const OperandNames& name = options.names;
+    for (const auto& [result_name, result] : {std::pair{"output", &out.output}, {"weights", &out.weights}})
+        for (const auto& [input, M] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}})
+            if (result == M)
+                throw std::invalid_argument(std::string("scaled_dot_product_attention_into: the result's ") +
+                                            result_name + " is " + *input + " itself; the chain would overwrite " +
+                                            *input + " while it still reads it (pass a separate AttentionResult)");
     const auto fail = [](const std::string& what) {
         throw std::invalid_argument("scaled_dot_product_attention: " + what);
     };
-    if (Q.cols() != K.cols())
-        fail("Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") must have the same width d_k");
+    const auto operand = [](const std::string& label, const Matrix& M) { return label + " (" + shape_string(M) + ")"; };
+    if (Q.cols() != K.cols()) fail(operand(name.Q, Q) + " and " + operand(name.K, K) + " must have the same width d_k");
     if (K.rows() != V.rows())
-        fail("K (" + shape_string(K) + ") and V (" + shape_string(V) + ") must have the same number of rows m");
+        fail(operand(name.K, K) + " and " + operand(name.V, V) + " must have the same number of rows m");
     if (options.causal && Q.rows() != K.rows())
-        fail("a causal mask needs as many queries as keys, got Q (" + shape_string(Q) + ") and K (" + shape_string(K) +
-             ")");
+        fail("a causal mask needs as many queries as keys, got " + operand(name.Q, Q) + " and " + operand(name.K, K));
     if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
-        fail("d_k = 0: Q (" + shape_string(Q) + ") and K (" + shape_string(K) + ") have no columns to compare");
+        fail("d_k = 0: " + operand(name.Q, Q) + " and " + operand(name.K, K) + " have no columns to compare");
 }
 
-void check_attention_inputs(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
-                            const AttentionResult& out) {
-    for (const auto& [name, result] : {std::pair{"output", &out.output}, {"weights", &out.weights}})
-        for (const auto& [input, M] : {std::pair{"Q", &Q}, {"K", &K}, {"V", &V}})
-            if (result == M)
-                throw std::invalid_argument(std::string("scaled_dot_product_attention_into: the result's ") + name +
-                                            " is " + input + " itself; the chain would overwrite " + input +
-                                            " while it still reads it (pass a separate AttentionResult)");
-    check_attention_shapes(Q, K, V, options);
+void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention";
-    const double q = largest_row_norm(who, "Q", Q), k = largest_row_norm(who, "K", K),
-                 v = largest_row_norm(who, "V", V);
+    const OperandNames& name = options.names;
+    const double q = largest_row_norm(who, name.Q, Q), k = largest_row_norm(who, name.K, K),
+                 v = largest_row_norm(who, name.V, V);
     check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", q * k);
     check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
                       double(V.rows()) * v);
 }
 
-void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V) {
-    const auto fail = [&](const std::string& what) {
-        throw std::invalid_argument("SingleHeadAttention: " + what + "; got W_Q (" + shape_string(W_Q) + "), W_K (" +
-                                    shape_string(W_K) + "), W_V (" + shape_string(W_V) + ")");
+void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& name) {
+    const auto shapes = [&] {
+        return "; got " + name.W_Q + " (" + shape_string(W_Q) + "), " + name.W_K + " (" + shape_string(W_K) + "), " +
+               name.W_V + " (" + shape_string(W_V) + ")";
     };
-    if (W_Q.rows() != W_K.rows() || W_K.rows() != W_V.rows()) fail("all weights need d_model rows");
-    if (W_Q.cols() != W_K.cols()) fail("W_Q and W_K need the same width d_k");
-    if (W_Q.cols() == 0) fail("d_k = 0: W_Q and W_K have no columns, so there is nothing to compare");
-    for (const auto& [name, W] : {std::pair{"W_Q", &W_Q}, {"W_K", &W_K}, {"W_V", &W_V}})
-        largest_row_norm("SingleHeadAttention", name, *W);
+    if (W_Q.rows() != W_K.rows() || W_K.rows() != W_V.rows())
+        throw DModelMismatch("SingleHeadAttention: all weights need d_model rows" + shapes());
+    const auto fail = [&](const std::string& what) {
+        throw std::invalid_argument("SingleHeadAttention: " + what + shapes());
+    };
+    if (W_Q.cols() != W_K.cols()) fail(name.W_Q + " and " + name.W_K + " need the same width d_k");
+    if (W_Q.cols() == 0)
+        fail("d_k = 0: " + name.W_Q + " and " + name.W_K + " have no columns, so there is nothing to compare");
+    largest_row_norm("SingleHeadAttention", name.W_Q, W_Q);
+    largest_row_norm("SingleHeadAttention", name.W_K, W_K);
+    largest_row_norm("SingleHeadAttention", name.W_V, W_V);
 }
 
-void check_projection_inputs(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V) {
-    if (X.cols() != W_Q.rows()) {
-        throw std::invalid_argument("SingleHeadAttention::project: X (" + shape_string(X) + ") needs d_model = " +
-                                    std::to_string(W_Q.rows()) + " columns to meet W_Q (" + shape_string(W_Q) + ")");
-    }
-    const double x_norm = largest_row_norm("SingleHeadAttention::project", "X", X);
+void check_projection_shapes(const Matrix& X, const Matrix& W_Q, const OperandNames& name) {
+    if (X.cols() != W_Q.rows())
+        throw DModelMismatch("SingleHeadAttention::project: " + name.X + " (" + shape_string(X) +
+                             ") needs d_model = " + std::to_string(W_Q.rows()) + " columns to meet " + name.W_Q + " (" +
+                             shape_string(W_Q) + ")");
+}
+
+void check_projection_values(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
+                             const OperandNames& name) {
+    const std::string who = "SingleHeadAttention::project";
+    const double x_norm = largest_row_norm(who, name.X, X);
     for (const auto& [step, W] :
          {std::pair{"step 2 (Q = X·W_Q)", &W_Q}, {"step 2 (K = X·W_K)", &W_K}, {"step 2 (V = X·W_V)", &W_V}})
-        check_float_range("SingleHeadAttention::project", step, "max‖x_i‖·max‖column of the weight‖",
-                          x_norm * max_col_norm(*W));
+        check_float_range(who, step, "max‖x_i‖·max‖column of the weight‖", x_norm * max_col_norm(*W));
 }
 
 }  // namespace attn::guards

@@ -2,9 +2,11 @@
 // options of a call and what it returns. Included by attention.hpp and backends.hpp alike.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "matrix/matrix.hpp"
+#include "matrix/size.hpp"
 
 namespace attn {
 
@@ -23,10 +25,29 @@ enum class Backend {
     fused,     // steps 3–6 in one tiled pass with an online softmax: S and α are never stored
 };
 
+// How messages name the operands: the lesson's symbols by default. A caller that read them from
+// files passes the files' names (`attn run` does), so that an error says "k.npy (4×3) and v.npy
+// (9×3) must have the same number of rows" as it is raised, and nobody rewrites it afterwards.
+struct OperandNames {
+    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V";
+};
+
 struct AttentionOptions {
     bool causal = false;  // exercise 4: position i sees only positions j ≤ i
     Scale scale = Scale::sqrt_dk;
     Backend backend = Backend::naive;
+    // When given, every buffer the call allocates (its results, S/α, the kernels' scratch) is charged
+    // to it by name before the first step runs; one that does not fit throws std::length_error
+    // naming it, and nothing has been computed.
+    MemoryBudget* budget = nullptr;
+    OperandNames names = {};
+};
+
+// X's width does not meet the weights' d_model (or the weights disagree on it). Its own type, so that
+// a caller who knows a likely cause can say so: `attn run` suggests --torch-weights, since
+// nn.Linear stores its weight as (d_k × d_model).
+struct DModelMismatch : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
 };
 
 struct AttentionResult {

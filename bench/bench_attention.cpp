@@ -77,14 +77,14 @@ void BM_gemm_steps(benchmark::State& st) {
 
 // The two products of the chain, on one backend, d = head width:
 //   scores = false: α·V, (n×n)·(n×d), step 6 (and, with d = n, BM_matmul_square: the classic GEMM figure);
-//   scores = true:  scale·Q·Kᵀ, (n×d)·(n×d)ᵀ, steps 3 and 4 (the naive form builds Kᵀ, multiplies, scales).
+//   scores = true:  Q·Kᵀ, (n×d)·(n×d)ᵀ, step 3 (the naive form builds Kᵀ, then multiplies).
 // Both are 2·n·n·d flops over the same three matrices of data.
 void product(benchmark::State& st, Backend b, bool scores) {
     const std::size_t n = arg(st, 0), d = arg(st, 1);
     const Matrix A = random_matrix(n, scores ? d : n, 1), B = random_matrix(n, d, 2);
     Matrix C;
     for (auto _ : st) {
-        if (scores) attn::backends::scaled_scores_into(A, B, attn::scale_factor(attn::Scale::sqrt_dk, d), C, b);
+        if (scores) attn::backends::scores_into(A, B, C, b);
         else attn::backends::matmul_into(A, B, C, b);
         benchmark::DoNotOptimize(C.data());
     }
@@ -94,20 +94,23 @@ void product(benchmark::State& st, Backend b, bool scores) {
 void BM_matmul(benchmark::State& st, Backend b) { product(st, b, false); }
 void BM_matmul_transposed(benchmark::State& st, Backend b) { product(st, b, true); }
 
-// What folding scale = 1/√d into the score kernel saves: the same S' = scale·Q·Kᵀ, either scaled as each
-// tile leaves the registers (folded = 1) or by a separate pass over S afterwards (folded = 0). 1 thread.
+// What folding step 4 (S' = scale·S, scale = 1/√d) into step 5's kernel saves, on the fast backends:
+// S = Q·Kᵀ and α = softmax_row(S'), with the scale either multiplied in as the softmax reads each
+// score (folded = 1, as the chain runs) or by a pass of its own over S in between (folded = 0). The
+// two give the same bits (simd/softmax.cpp). 1 thread.
 void BM_scale_folding(benchmark::State& st) {
     const bool folded = st.range(0) != 0;
     const std::size_t n = arg(st, 1), d = 64;
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2);
     Matrix S;
     for (auto _ : st) {
-        attn::simd::matmul_transposed_into(Q, K, folded ? 0.125f : 1.0f, S, attn::simd::Threads::one);
+        attn::simd::matmul_transposed_into(Q, K, 1.0f, S, attn::simd::Threads::one);
         if (!folded) attn::scale_in_place(S, 0.125f);
+        attn::simd::softmax_rows_in_place(S, folded ? 0.125f : 1.0f, attn::simd::Threads::one);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 2.0 * n * n * d, (n * n + 2.0 * n * d) * 4);
-    st.SetLabel(folded ? "scale folded into the kernel" : "separate scale pass");
+    st.SetLabel(folded ? "scale folded into the softmax" : "separate scale pass");
 }
 
 // softmax_row over an n×n score matrix, step 5. Re-filled each iteration outside the timing.
@@ -119,7 +122,7 @@ void BM_softmax_rows(benchmark::State& st, Backend b) {
         st.PauseTiming();
         std::copy(scores.data(), scores.data() + scores.size(), S.data());
         st.ResumeTiming();
-        attn::backends::softmax_rows_in_place(S, b);
+        attn::backends::softmax_rows_in_place({S, 1.0f}, b);
         benchmark::DoNotOptimize(S.data());
     }
     bench::set_counters(st, 0, 2.0 * n * n * 4);

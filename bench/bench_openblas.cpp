@@ -23,7 +23,7 @@ void BM_core_openblas(benchmark::State& st) {
     const auto softmax_threads = threads > 1 ? attn::simd::Threads::all : attn::simd::Threads::one;
     for (auto _ : st) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, c, Q.data(), D, K.data(), D, 0.0f, S.data(), N);
-        attn::simd::softmax_rows_in_place(S, softmax_threads);
+        attn::simd::softmax_rows_in_place(S, 1.0f, softmax_threads);  // the scale c went into the product
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, S.data(), N, V.data(), D, 0.0f, O.data(),
                     D);
         benchmark::DoNotOptimize(O.data());

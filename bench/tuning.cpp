@@ -43,8 +43,8 @@ void core_with(benchmark::State& st, Blocking b, bool model) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
     Matrix S, O;
     const auto core = [&] {
-        attn::simd::matmul_transposed_into(Q, K, 0.125f, S, Threads::all, b);
-        attn::simd::softmax_rows_in_place(S, Threads::all);
+        attn::simd::matmul_transposed_into(Q, K, 1.0f, S, Threads::all, b);
+        attn::simd::softmax_rows_in_place(S, 0.125f, Threads::all);
         attn::simd::matmul_into(S, V, O, Threads::all, b);
     };
     core();

@@ -17,16 +17,16 @@ struct UsageError : std::runtime_error {
 };
 
 // For "--name value" and "--name=value": when args[i] is this option, stores its value in `value`,
-// advances i past it and returns true. Throws UsageError when the value is missing.
-inline bool option_value(std::span<const std::string> args, std::size_t& i, const std::string& name,
-                         std::string& value) {
+// advances i past it and returns true. Throws UsageError naming `command` when the value is missing.
+inline bool option_value(std::span<const std::string> args, std::size_t& i, const std::string& name, std::string& value,
+                         const std::string& command) {
     const std::string& arg = args[i];
     if (arg.starts_with(name + "=")) {
         value = arg.substr(name.size() + 1);
         return true;
     }
     if (arg != name) return false;
-    if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
+    if (i + 1 >= args.size()) throw UsageError(command + ": " + name + " needs a value");
     value = args[++i];
     return true;
 }

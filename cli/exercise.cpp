@@ -38,18 +38,19 @@ std::string fixed(double v, int digits) {
 }
 
 // A seed is any 32-bit value, 0 and the default 1 included.
-unsigned parse_seed(const std::string& v) {
+unsigned parse_seed(const std::string& v, const std::string& command) {
     const bool digits = !v.empty() && v.size() <= 10 && v.find_first_not_of("0123456789") == std::string::npos;
     if (!digits || std::stoull(v) > 4294967295ull)
-        throw UsageError("--seed takes a whole number from 0 to 4294967295, got '" + v + "'");
+        throw UsageError(command + ": --seed takes a whole number from 0 to 4294967295, got '" + v + "'");
     return static_cast<unsigned>(std::stoull(v));
 }
 
-std::size_t parse_count(const std::string& v, const std::string& option) {
+std::size_t parse_count(const std::string& v, const std::string& option, const std::string& command) {
     std::size_t value = 0;
     const bool digits = !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos;
     if (digits) value = std::stoul(v);
-    if (!digits || value < 2) throw UsageError(option + " takes a whole number from 2 to 999999999, got '" + v + "'");
+    if (!digits || value < 2)
+        throw UsageError(command + ": " + option + " takes a whole number from 2 to 999999999, got '" + v + "'");
     return value;
 }
 
@@ -57,26 +58,29 @@ std::size_t parse_count(const std::string& v, const std::string& option) {
 std::size_t parse_largest(const std::string& v) {
     const bool digits = !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
     const std::size_t n = digits ? std::stoul(v) : 0;
-    if (n < 16 || n > 16384) throw UsageError("--largest takes a whole number from 16 to 16384, got '" + v + "'");
+    if (n < 16 || n > 16384)
+        throw UsageError("exercise: --largest takes a whole number from 16 to 16384, got '" + v + "'");
     return n;
 }
 
 Options parse(std::span<const std::string> args, bool wants_number) {
     Options o;
+    const std::string command = wants_number ? "exercise" : "variance";
     std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
-        reject_repeated(seen, args[i], wants_number ? "exercise" : "variance");
+        reject_repeated(seen, args[i], command);
         std::string v;
+        const bool number = !args[i].empty() && args[i].find_first_not_of("0123456789") == std::string::npos;
         if (args[i] == "-h" || args[i] == "--help") o.help = true;
-        else if (option_value(args, i, "--lang", v)) o.lang = parse_lang(v, wants_number ? "exercise" : "variance");
-        else if (option_value(args, i, "--seed", v)) o.seed = parse_seed(v);
-        else if (option_value(args, i, "--samples", v)) o.samples = parse_count(v, "--samples");
-        else if (wants_number && option_value(args, i, "--largest", v)) o.largest = parse_largest(v);
+        else if (option_value(args, i, "--lang", v, command)) o.lang = parse_lang(v, command);
+        else if (option_value(args, i, "--seed", v, command)) o.seed = parse_seed(v, command);
+        else if (option_value(args, i, "--samples", v, command)) o.samples = parse_count(v, "--samples", command);
+        else if (wants_number && option_value(args, i, "--largest", v, command)) o.largest = parse_largest(v);
         else if (wants_number && o.number == 0 && args[i].size() == 1 && args[i][0] >= '1' && args[i][0] <= '5')
             o.number = args[i][0] - '0';
-        else
-            throw UsageError("unknown argument '" + args[i] + "' (see attn " +
-                             (wants_number ? "exercise" : "variance") + " --help)");
+        else if (wants_number && o.number == 0 && number)
+            throw UsageError("exercise: the lesson has no exercise " + args[i] + "; give a number from 1 to 5");
+        else throw UsageError(command + ": unknown argument '" + args[i] + "' (see attn " + command + " --help)");
     }
     if (wants_number && o.number == 0 && !o.help) throw UsageError("exercise: which one? give a number from 1 to 5");
     return o;

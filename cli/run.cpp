@@ -1,12 +1,11 @@
-// cli/run.cpp — `attn run`, in the order run_command reads: load the matrix files, charge what the
-// steps will need to the memory budget, compute them with the library (whose errors are told with
-// the files the matrices came from), then print the results or write them as .npy files.
+// cli/run.cpp — `attn run`, in the order run_command reads: load the matrix files (each charged to the
+// memory budget as it is read), make one library call (which charges what it allocates and names
+// each matrix by its file), then print the results or write them as .npy files.
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -18,7 +17,6 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/guards.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
@@ -45,8 +43,8 @@ Options:
   --out DIR                 write DIR/output.npy and DIR/attn.npy (float32) instead of printing;
                             with --backend fused only output.npy (there is no α)
   --csv-header              the first line of each .csv file is a header to skip
-  --max-memory SIZE         refuse a run whose buffers (inputs, S/α, scratch, printed text) would
-                            need more (default 8G; K, M, G suffixes)
+  --max-memory SIZE         refuse a run whose buffers (inputs, Q/K/V, S/α, O, scratch) would need
+                            more (default 8G; K, M, G suffixes); printing streams and needs none
   --precision N             digits when printing, 0 to 8 (default 4)
   --time                    print how long each part took
   -h, --help                this text
@@ -89,7 +87,7 @@ RunOptions parse(std::span<const std::string> args) {
         std::string v;
         bool matched = false;
         for (const auto& [name, slot] : files) {
-            if (option_value(args, i, name, v)) {
+            if (option_value(args, i, name, v, "run")) {
                 *slot = v;
                 matched = true;
                 break;
@@ -101,10 +99,10 @@ RunOptions parse(std::span<const std::string> args) {
         else if (args[i] == "--torch-weights") o.torch_weights = true;
         else if (args[i] == "--csv-header") o.read.csv_header = true;
         else if (args[i] == "--time") o.time = true;
-        else if (option_value(args, i, "--scale", v)) o.attention.scale = parse_scale(v, "run");
-        else if (option_value(args, i, "--backend", v)) o.attention.backend = parse_backend(v, "run");
-        else if (option_value(args, i, "--max-memory", v)) o.read.max_bytes = parse_memory(v);
-        else if (option_value(args, i, "--precision", v)) o.precision = parse_precision(v, "run");
+        else if (option_value(args, i, "--scale", v, "run")) o.attention.scale = parse_scale(v, "run");
+        else if (option_value(args, i, "--backend", v, "run")) o.attention.backend = parse_backend(v, "run");
+        else if (option_value(args, i, "--max-memory", v, "run")) o.read.max_bytes = parse_memory(v);
+        else if (option_value(args, i, "--precision", v, "run")) o.precision = parse_precision(v, "run");
         else throw UsageError("run: unknown option '" + args[i] + "' (see attn run --help)");
     }
     if (o.help) return o;
@@ -120,9 +118,9 @@ RunOptions parse(std::span<const std::string> args) {
     return o;
 }
 
-// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V),
-// so that the library's errors, which name the matrices ("K (4×3) and V (9×3) must have …"), can
-// be told with the files instead.
+// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V):
+// the library names each operand by its file in its own messages (OperandNames), and an error
+// raised on the way is told after the list of every file: "<files>: <the library's message>".
 class FileNames {
 public:
     using Names = std::vector<std::pair<std::string, std::string>>;  // (matrix, file)
@@ -131,50 +129,24 @@ public:
         : names_(o.x ? Names{{"X", *o.x}, {"W_Q", *o.wq}, {"W_K", *o.wk}, {"W_V", *o.wv}}
                      : Names{{"Q", *o.q}, {"K", *o.k}, {"V", *o.v}}) {
         for (const auto& name : names_) files_ += (files_.empty() ? "" : ", ") + name.second;
+        for (const auto& [matrix, file] : names_) {
+            std::string& label = matrix == "X"     ? operands_.X
+                                 : matrix == "W_Q" ? operands_.W_Q
+                                 : matrix == "W_K" ? operands_.W_K
+                                 : matrix == "W_V" ? operands_.W_V
+                                 : matrix == "Q"   ? operands_.Q
+                                 : matrix == "K"   ? operands_.K
+                                                   : operands_.V;
+            label = file;
+        }
     }
     const Names& in_order() const { return names_; }
-
-    // Runs `step` and returns what it returns. A library error (InputError is already the CLI's
-    // own) becomes "<every file>: <the message, each matrix named by its file>", plus
-    // `d_model_hint` when the error is about d_model (X against the weights: the mismatch
-    // PyTorch's layout causes).
-    template <class Step>
-    auto about(Step&& step, const std::string& d_model_hint = "") const {
-        try {
-            return step();
-        } catch (const InputError&) {
-            throw;
-        } catch (const std::exception& e) {
-            const std::string what = e.what();
-            throw InputError(files_ + ": " + with_files(what) +
-                             (what.find("d_model") != std::string::npos ? d_model_hint : ""));
-        }
-    }
+    const OperandNames& operands() const { return operands_; }
+    const std::string& all() const { return files_; }
 
 private:
-    // "scaled_dot_product_attention: K (4×3) and …" → "k.npy (4×3) and …": the function's name goes
-    // (the files say where), and each matrix is named by its file where its name stands alone
-    // ("W_K (" is not "K (").
-    std::string with_files(std::string message) const {
-        const std::size_t colon = message.find(": ");
-        if (colon != std::string::npos &&
-            message.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:") == colon + 1)
-            message.erase(0, colon + 2);
-        for (const auto& [matrix, file] : names_) {
-            const std::string token = matrix + " (";
-            for (std::size_t at = message.find(token); at != std::string::npos; at = message.find(token, at)) {
-                const char before = at == 0 ? ' ' : message[at - 1];
-                if (std::isalnum(static_cast<unsigned char>(before)) || before == '_') {
-                    at += token.size();
-                    continue;
-                }
-                message.replace(at, matrix.size(), file);
-                at += file.size();
-            }
-        }
-        return message;
-    }
     Names names_;
+    OperandNames operands_;
     std::string files_;
 };
 
@@ -239,42 +211,16 @@ std::vector<Matrix> load(const FileNames& files, const RunOptions& o, MemoryBudg
     return matrices;
 }
 
-// What steps 1–6 and the printed text will allocate, charged to the budget before the first step
-// runs, so that a run too large for --max-memory is refused before it computes anything.
-void charge_steps(const std::vector<Matrix>& read, const RunOptions& o, MemoryBudget& budget) {
-    const Backend backend = o.attention.backend;
-    const std::string on_backend = " on the " + to_string(backend) + " backend";
-    const bool has_alpha = backend != Backend::fused;
-    const std::size_t n = read[0].rows();
-    std::size_t m = n, d_k = read[0].cols(), d_v = 0;
-    if (!o.x) {  // Q, K, V as read, once their shapes are known to chain
-        guards::check_attention_shapes(read[0], read[1], read[2], o.attention);
-        m = read[1].rows();
-        d_v = read[2].cols();
-    } else {  // X (n×d_model) and the weights: Q, K, V will be n×d_k, n×d_k and n×d_v
-        d_k = read[1].cols();
-        d_v = read[3].cols();
-        budget.charge(projection_bytes(n, read[0].cols(), d_k, d_v, backend),
-                      "steps 1–2" + on_backend + " (Q, K and V)");
-    }
-    const std::string alpha = has_alpha
-                                  ? "S/α of " + shape_string(n, m) + ", O and scratch; --backend fused never stores S"
-                                  : std::string("O and per-thread scratch");
-    budget.charge(attention_bytes(n, m, d_k, d_v, backend), "steps 3–6" + on_backend + " (" + alpha + ")");
-    if (o.out) return;
-    std::uint64_t text = formatted_bytes(n, d_v, o.precision);
-    if (has_alpha) text = checked_sum(text, formatted_bytes(n, m, o.precision), "printing");
-    budget.charge(text, "printing the results as text (--out DIR writes .npy files instead)");
-}
-
-// Steps 1–6 by the library: from --x and the weights, steps 1–2 and then 3–6; from --q, --k and
-// --v, steps 3–6.
-AttentionResult compute(std::vector<Matrix> read, const RunOptions& o, Stopwatch& clock) {
-    if (!o.x) return scaled_dot_product_attention(read[0], read[1], read[2], o.attention);
-    const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]));
-    const auto [Q, K, V] = layer.project(read[0], o.attention.backend);
-    clock.lap("steps 1–2 (projections)");
-    return scaled_dot_product_attention(Q, K, V, o.attention);
+// Steps 1–6 by the library, in one call, which charges what it allocates to the budget before its
+// first step and names each operand by its file: from --x and the weights, the layer's forward;
+// from --q, --k and --v, the core.
+AttentionResult compute(std::vector<Matrix> read, const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
+    AttentionOptions options = o.attention;
+    options.budget = &budget;
+    options.names = files.operands();
+    if (!o.x) return scaled_dot_product_attention(read[0], read[1], read[2], options);
+    const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]), options.names);
+    return layer.forward(read[0], options);
 }
 
 // DIR/output.npy and DIR/attn.npy, all or nothing. The fused backend forms no α: an attn.npy left
@@ -312,11 +258,12 @@ void report_files(const std::string& status, const std::string& time_line) {
 void print_results(const AttentionResult& result, bool has_alpha, int precision) {
     PrintOptions p;
     p.precision = precision;
-    std::cout << "output O (" << shape_string(result.output) << ")\n" << format_matrix(result.output, p);
-    if (has_alpha)
-        std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n"
-                  << format_matrix(result.weights, p);
-    else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
+    std::cout << "output O (" << shape_string(result.output) << ")\n";
+    print_matrix(std::cout, result.output, p);
+    if (has_alpha) {
+        std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n";
+        print_matrix(std::cout, result.weights, p);
+    } else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
 }
 
 }  // namespace
@@ -329,21 +276,25 @@ int run_command(std::span<const std::string> args) {
     }
     if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
     const FileNames files(o);
+    const bool has_alpha = o.attention.backend != Backend::fused;
     Stopwatch clock;
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
-    // they are read, then, before any step runs, what the steps and the printing will need.
+    // they are read, then, inside the library and before its first step, what the steps will need.
+    // (Printing streams row by row, and needs none.)
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
     std::vector<Matrix> read = load(files, o, budget);
     clock.lap("read");
-    const AttentionResult result = files.about(
-        [&] {
-            charge_steps(read, o, budget);
-            return compute(std::move(read), o, clock);
-        },
-        o.torch_weights ? " (after transposing the --torch-weights)"
-                        : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights");
-    clock.lap("steps 3–6 (attention)");
-    const bool has_alpha = o.attention.backend != Backend::fused;
+    AttentionResult result;
+    try {
+        result = compute(std::move(read), files, o, budget);
+    } catch (const DModelMismatch& e) {  // X against the weights: what PyTorch's layout causes
+        throw InputError(files.all() + ": " + e.what() +
+                         (o.torch_weights ? " (after transposing the --torch-weights)"
+                                          : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights"));
+    } catch (const std::exception& e) {  // shapes, float range, the budget: told after the files
+        throw InputError(files.all() + ": " + e.what());
+    }
+    clock.lap(o.x ? "steps 1–6 (the layer)" : "steps 3–6 (attention)");
     if (o.out) {
         const std::string status = write_results(result, has_alpha, *o.out);
         clock.lap("write");

@@ -50,22 +50,22 @@ WalkOptions parse(std::span<const std::string> args) {
             o.help = true;
         } else if (args[i] == "--causal") {
             o.attention.causal = true;
-        } else if (option_value(args, i, "--lang", v)) {
+        } else if (option_value(args, i, "--lang", v, "walk")) {
             o.lang = parse_lang(v, "walk");
-        } else if (option_value(args, i, "--scale", v)) {
+        } else if (option_value(args, i, "--scale", v, "walk")) {
             o.attention.scale = parse_scale(v, "walk");
-        } else if (option_value(args, i, "--backend", v)) {
+        } else if (option_value(args, i, "--backend", v, "walk")) {
             o.attention.backend = parse_backend(v, "walk");
             if (o.attention.backend == Backend::fused)
                 throw UsageError(
                     "walk: the fused backend computes the output without ever storing S or α, so it has no steps 3–5 "
                     "to show; use --backend naive, simd or parallel");
-        } else if (option_value(args, i, "--precision", v)) {
+        } else if (option_value(args, i, "--precision", v, "walk")) {
             o.precision = parse_precision(v, "walk");
-        } else if (option_value(args, i, "--format", v)) {
+        } else if (option_value(args, i, "--format", v, "walk")) {
             if (v != "text" && v != "json") throw UsageError("walk: --format must be text or json, got '" + v + "'");
             o.json = v == "json";
-        } else if (option_value(args, i, "--color", v)) {
+        } else if (option_value(args, i, "--color", v, "walk")) {
             if (v == "auto") o.color = Color::automatic;
             else if (v == "always") o.color = Color::always;
             else if (v == "never") o.color = Color::never;

@@ -5,8 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-
-#include "matrix/size.hpp"
+#include <sstream>
 
 namespace attn {
 
@@ -74,43 +73,35 @@ std::string format_number(float value, int precision) {
     return s;
 }
 
-std::uint64_t formatted_bytes(std::size_t rows, std::size_t cols, int precision) {
-    return checked_product(checked_product(rows, cols, "printing"), 48 + std::uint64_t(precision), "printing");
-}
-
-std::string format_matrix(const Matrix& m, const PrintOptions& options) {
-    std::vector<std::string> cells(m.size());
+void print_matrix(std::ostream& out, const Matrix& m, const PrintOptions& options) {
     std::size_t cell_width = 0;
-    for (std::size_t k = 0; k < m.size(); ++k) {
-        cells[k] = format_number(m.data()[k], options.precision);
-        cell_width = std::max(cell_width, display_width(cells[k]));
-    }
+    for (std::size_t k = 0; k < m.size(); ++k)
+        cell_width = std::max(cell_width, display_width(format_number(m.data()[k], options.precision)));
     for (const auto& c : options.col_labels) cell_width = std::max(cell_width, display_width(c));
     std::size_t label_width = 0;
     for (const auto& l : options.row_labels) label_width = std::max(label_width, display_width(l));
     const std::string label_gap = label_width ? " " : "";
 
-    std::string out;
     if (!options.col_labels.empty()) {
-        out += options.indent + std::string(label_width, ' ') + label_gap + " ";
-        for (const auto& c : options.col_labels) {
-            out += ' ';
-            out += pad_left(c, cell_width);
-        }
-        out += "\n";
+        out << options.indent << std::string(label_width, ' ') << label_gap << " ";
+        for (const auto& c : options.col_labels) out << ' ' << pad_left(c, cell_width);
+        out << "\n";
     }
     for (std::size_t i = 0; i < m.rows(); ++i) {
-        out += options.indent;
+        out << options.indent;
         if (label_width)
-            out += pad_right(i < options.row_labels.size() ? options.row_labels[i] : "", label_width) + label_gap;
-        out += "[";
-        for (std::size_t j = 0; j < m.cols(); ++j) {
-            out += ' ';
-            out += pad_left(cells[i * m.cols() + j], cell_width);
-        }
-        out += " ]\n";
+            out << pad_right(i < options.row_labels.size() ? options.row_labels[i] : "", label_width) << label_gap;
+        out << "[";
+        for (std::size_t j = 0; j < m.cols(); ++j)
+            out << ' ' << pad_left(format_number(m(i, j), options.precision), cell_width);
+        out << " ]\n";
     }
-    return out;
+}
+
+std::string format_matrix(const Matrix& m, const PrintOptions& options) {
+    std::ostringstream out;
+    print_matrix(out, m, options);
+    return out.str();
 }
 
 }  // namespace attn

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,12 +20,11 @@ struct PrintOptions {
 
 // One line per row, columns right-aligned to a common width, e.g.
 //   猫    [  1.0000   0.5000  -0.2000 ]
+// written to `out` as it is formed: two passes over the values (the common width, then the text),
+// so printing needs no memory that grows with the matrix.
+void print_matrix(std::ostream& out, const Matrix& m, const PrintOptions& options = {});
+// The same text as a string, for matrices small enough to hold it (the walk's, the exercises').
 std::string format_matrix(const Matrix& m, const PrintOptions& options = {});
-
-// About how many bytes format_matrix needs for a rows × cols matrix at `precision` digits: each value
-// becomes a std::string cell (32 bytes) and its characters in the text (a sign, digits, the point,
-// padding), 48 + precision bytes in all. For a caller that budgets memory before printing.
-std::uint64_t formatted_bytes(std::size_t rows, std::size_t cols, int precision);
 
 // Columns a UTF-8 string occupies in a terminal: CJK ideographs and full-width forms count 2,
 // combining marks 0, ANSI colour escapes 0, everything else 1. (Bytes would count 猫 as 3.)

@@ -39,6 +39,7 @@ void MemoryBudget::charge(std::uint64_t bytes, const std::string& what) {
         throw std::length_error(what + " needs " + describe_bytes(bytes) + " on top of " + describe_bytes(used_) +
                                 " already taken, more than " + name_ + " of " + describe_bytes(limit_));
     used_ += bytes;
+    charges_.push_back({what, bytes});
 }
 
 }  // namespace attn

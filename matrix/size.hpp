@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace attn {
 
@@ -39,10 +40,18 @@ public:
     std::uint64_t used() const { return used_; }
     std::uint64_t left() const { return limit_ - used_; }
 
+    // Every charge so far, in order: what it was for and how many bytes.
+    struct Charge {
+        std::string what;
+        std::uint64_t bytes;
+    };
+    const std::vector<Charge>& charges() const { return charges_; }
+
 private:
     std::uint64_t limit_;
     std::string name_;
     std::uint64_t used_ = 0;
+    std::vector<Charge> charges_;
 };
 
 }  // namespace attn

@@ -38,4 +38,11 @@ struct ScratchAllocator {
 };
 using ScratchBuffer = std::vector<float, ScratchAllocator<float>>;
 
+// Grows `buffer` to `floats`, allocating exactly that many (resize alone may allocate up to twice the
+// size it grows from): what is charged for a buffer is what it takes (simd/dispatch.cpp's sizes).
+inline void grow_exactly(ScratchBuffer& buffer, std::size_t floats) {
+    buffer.reserve(floats);
+    buffer.resize(floats);
+}
+
 }  // namespace attn::simd::ATTN_ISA

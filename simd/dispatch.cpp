@@ -154,7 +154,9 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
         checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
-void softmax_rows_in_place(Matrix& S, Threads threads) { active().softmax_rows_in_place(S, threads); }
+void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
+    active().softmax_rows_in_place(S, scale, threads);
+}
 float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
 void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }
 float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum(x, shift); }

@@ -58,7 +58,7 @@ struct Scratch {
     Buffer tile_max, correction;      // per row, for the tile at hand: max(m, the tile's maximum) and e^(m − m')
     void fit(std::size_t d_k, std::size_t rows, std::size_t keys) {
         const auto grow = [](Buffer& b, std::size_t n) {
-            if (b.size() < n) b.resize(n);
+            if (b.size() < n) grow_exactly(b, n);
         };
         const std::size_t padded_rows = round_up(rows, W);  // the per-row buffers are read W rows at a time
         grow(scores, rows * keys);

@@ -62,7 +62,7 @@ namespace {
 // on this machine, more than packing itself.
 float* packing_buffer(std::size_t floats) {
     thread_local ScratchBuffer buffer;
-    if (buffer.size() < floats) buffer.resize(floats);
+    if (buffer.size() < floats) grow_exactly(buffer, floats);
     return buffer.data();
 }
 

@@ -21,7 +21,7 @@ struct Kernels {
                                    const Blocking& blocking);
     void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                                  Threads threads, const Blocking& blocking);
-    void (*softmax_rows_in_place)(Matrix& S, Threads threads);
+    void (*softmax_rows_in_place)(Matrix& S, float scale, Threads threads);
     float (*dot)(const float* a, const float* b, std::size_t n);
     void (*axpy)(float factor, const float* x, float* y, std::size_t n);
     float (*exp_and_sum)(std::span<float> x, float shift);
@@ -41,11 +41,14 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
                             const Blocking& blocking);
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           Threads threads, const Blocking& blocking);
-void softmax_rows_in_place(Matrix& S, Threads threads);
+void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);
 void axpy(float factor, const float* x, float* y, std::size_t n);
 float exp_and_sum(std::span<float> x, float shift);
 float exp2_and_sum(std::span<float> x, float shift);
+// x_k ← scale·x_k (rounded, as a pass of its own would), returning the largest: step 4 folded into
+// the first sweep of the materialised softmax (simd/softmax.cpp).
+float scale_and_max(std::span<float> x, float scale);
 float row_max(std::span<const float> x);
 // The online softmax's bookkeeping for `rows` rows (a multiple of W is read and written): the new
 // maxima m' = max(m, tile max) into tile_max, and 2^(m − m') into correction (simd/fused.cpp, whose

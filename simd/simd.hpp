@@ -57,8 +57,11 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 // S_ij ← −∞ for j > i (S square).
 void causal_mask_in_place(Matrix& S, Threads threads);
 
-// Row-wise softmax in place, with the same −∞ conventions as the naive op (an all −∞ row → zeros).
-void softmax_rows_in_place(Matrix& S, Threads threads);
+// Row-wise softmax of scale·S in place (scale > 0), with the same −∞ conventions as the naive op (an
+// all −∞ row → zeros): α_ij = e^(s_ij − m_i) / Σ_t e^(s_it − m_i) where s_ij = scale·S_ij, each
+// product rounded to float as a pass of its own would round it, so the result is the same bits as
+// scaling S first. The multiply rides in the row's first sweep (simd/softmax.cpp).
+void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
 
 // Building blocks, exposed for tests and benchmarks. All take any length (vector body + tail).
 float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k

@@ -1,9 +1,15 @@
-// simd/softmax.cpp — row-wise softmax with xsimd batches, rows split over threads.
+// simd/softmax.cpp — row-wise softmax with xsimd batches, rows split over threads; step 4's scale
+// folded in.
 //
 // Per row, three sweeps over data that sits in L1 (a 2048-wide row is 8 KiB):
-//   m = max_j x_j              batched max, then the W lanes reduced once (row_max)
-//   x_j ← e^(x_j − m), ℓ = Σ    vectorised exp, the sum accumulated in a batch (exp_and_sum)
-//   x_j ← x_j · (1/ℓ)           one division per row, then multiplies
+//   x_j ← s·x_j, m = max_j x_j   the scale of step 4, and the batched max (scale_and_max; row_max for s = 1)
+//   x_j ← e^(x_j − m), ℓ = Σ      vectorised exp, the sum accumulated in a batch (exp_and_sum)
+//   x_j ← x_j · (1/ℓ)             one division per row, then multiplies
+// Step 4 (S' = s·S) rides in the first sweep, on a row already in L1: a pass of its own would read
+// and write the whole n×m matrix once more (BM_scale_folding measures it). Each product is stored,
+// so rounded, exactly as that pass would round it: the same bits. (Left in a register, GCC fuses it
+// with the subtraction of m into one FMA, and for scores near 10³⁶ the maximum's own rounding
+// residue, s·x − round(s·m), is then far past e^88.)
 #include <cmath>
 
 #include "simd/batch.hpp"
@@ -14,8 +20,8 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-void softmax_row(std::span<float> x) {
-    const float m = row_max(x);
+void softmax_row(std::span<float> x, float scale) {
+    const float m = scale == 1.0f ? row_max(x) : scale_and_max(x, scale);
     if (m == neg_inf) {  // nothing visible: zeros, as in the naive op (matrix/ops.cpp says why)
         std::fill(x.begin(), x.end(), 0.0f);
         return;
@@ -32,12 +38,12 @@ double pass_flops(const Matrix& S) { return 16.0 * double(S.rows()) * double(S.c
 
 }  // namespace
 
-// [fast softmax] step 5, rows split over threads
-void softmax_rows_in_place(Matrix& S, Threads threads) {
+// [fast softmax] step 5 (with step 4's scale), rows split over threads
+void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
     const auto rows = static_cast<std::ptrdiff_t>(S.rows());
     [[maybe_unused]] const bool team = use_team(threads, pass_flops(S), S.rows());
 #pragma omp parallel for schedule(static) if (team)
-    for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)));
+    for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)), scale);
 }
 
 }  // namespace attn::simd::ATTN_ISA

@@ -26,7 +26,7 @@ void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bo
     refuse("fused_attention");
 }
 void causal_mask_in_place(Matrix&, Threads) { refuse("causal_mask"); }
-void softmax_rows_in_place(Matrix&, Threads) { refuse("softmax_rows"); }
+void softmax_rows_in_place(Matrix&, float, Threads) { refuse("softmax_rows"); }
 float dot(const float*, const float*, std::size_t) { refuse("dot"); }
 void axpy(float, const float*, float*, std::size_t) { refuse("axpy"); }
 float exp_and_sum(std::span<float>, float) { refuse("exp_and_sum"); }

@@ -88,7 +88,7 @@ TEST_CASE("the trace holds each intermediate of the chain", "[attention][trace]"
         CHECK(t.weights == chain.weights);
         CHECK(t.output == chain.output);
         Matrix alpha = t.S_masked;
-        attn::backends::softmax_rows_in_place(alpha, b);
+        attn::backends::softmax_rows_in_place({alpha, 1.0f}, b);
         CHECK(alpha == chain.weights);
     }
 }

@@ -139,6 +139,22 @@ TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]")
     check_error("walk --precision 12", "--precision must be a whole number from 0 to 8");
     check_error("walk --color sometimes", "--color must be auto, always or never");
     check_error("frobnicate", "unknown command 'frobnicate'");
+    // Every error of a subcommand's command line names the subcommand where it happened, as the
+    // README's form says: "attn: error: <where>: <what>", one line.
+    const auto check_line = [](const std::string& args, const std::string& line) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args);
+        CHECK(r.status == 2);
+        CHECK(r.err == "attn: error: " + line + "\n");
+    };
+    check_line("run --q", "run: --q needs a value");
+    check_line("walk --scale", "walk: --scale needs a value");
+    check_line("exercise 1 --lang", "exercise: --lang needs a value");
+    check_line("exercise 6", "exercise: the lesson has no exercise 6; give a number from 1 to 5");
+    check_line("exercise 2 --samples 1", "exercise: --samples takes a whole number from 2 to 999999999, got '1'");
+    check_line("exercise 3 --largest 8", "exercise: --largest takes a whole number from 16 to 16384, got '8'");
+    check_line("variance --seed x", "variance: --seed takes a whole number from 0 to 4294967295, got 'x'");
+    check_line("variance 3", "variance: unknown argument '3' (see attn variance --help)");
     const RunResult bare = run_attn("");
     CHECK(bare.status == 2);
     CHECK_THAT(bare.err, Contains("Usage: attn"));
@@ -249,12 +265,14 @@ TEST_CASE("attn run on the worked example from CSV, with lesson and PyTorch weig
         CHECK(matrix_after(r.out, "output O")[0] == std::vector<float>{0.7502f, 0.2610f, 0.5630f});
         CHECK(matrix_after(r.out, "attention weights")[0] == std::vector<float>{0.4838f, 0.2844f, 0.2317f});
     }
-    CHECK_THAT(run_attn(torch + " --time").out, Contains("time: read") && Contains("steps 3–6 (attention)"));
+    CHECK_THAT(run_attn(torch + " --time").out, Contains("time: read") && Contains("steps 1–6 (the layer)"));
     const RunResult forgot = run_attn(torch.substr(0, torch.find(" --torch-weights")));
     CHECK(forgot.status == 2);
     CHECK_THAT(forgot.err, Contains("x.csv (3×4) needs d_model = 3 columns to meet ") && Contains("tq.csv (3×4)") &&
                                Contains("pass --torch-weights"));
-    CHECK_THAT(forgot.err, !Contains("SingleHeadAttention"));  // the files say where; the function's name goes
+    // the library's own message, each matrix named by its file as it was raised: nothing rewritten
+    CHECK_THAT(forgot.err, Contains("x.csv, ") && Contains("tq.csv, ") &&
+                               Contains(": SingleHeadAttention::project: ") && Contains("x.csv (3×4) needs d_model"));
 }
 
 TEST_CASE("attn run with the fused backend writes no attn.npy and says why α is missing", "[cli][run]") {

@@ -102,8 +102,9 @@ TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows
     }
     const Matrix huge = attn::parse_npy(zero_width_npy((std::size_t{1} << 63) + 1), "q.npy");
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(huge, Matrix(2, 0), Matrix(2, 0)), Contains("d_k = 0"));
-    CHECK_THROWS_AS(attn::attention_bytes(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel),
-                    std::length_error);
+    CHECK_THROWS_AS(
+        attn::backends::attention_buffers(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel),
+        std::length_error);
 }
 
 TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones round to 0", "[limits][csv]") {
@@ -169,18 +170,23 @@ TEST_CASE("the memory a call needs is known before it allocates, and a budget re
           "[limits][memory]") {
     // Q, K, V of 65536×16 (12 MiB of input) need a 16 GiB S on the materialised backends.
     const std::uint64_t S = std::uint64_t{65536} * 65536 * 4;
+    const auto total = [](const std::vector<attn::backends::Buffer>& buffers) {
+        std::uint64_t sum = 0;
+        for (const auto& b : buffers) sum += b.bytes;
+        return sum;
+    };
     for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
-        CHECK(attn::attention_bytes(65536, 65536, 16, 16, b) >= S);
-    CHECK(attn::attention_bytes(65536, 65536, 16, 16, Backend::fused) < (std::uint64_t{64} << 20));
-    // The fused scratch no longer grows with d_v (a 1×2,621,440 V needed 5.2 GB of it).
-    CHECK(attn::attention_bytes(1, 1, 4, 2621440, Backend::fused) ==
-          attn::attention_bytes(1, 1, 4, 16, Backend::fused) + 4 * (2621440 - 16));
+        CHECK(total(attn::backends::attention_buffers(65536, 65536, 16, 16, b)) >= S);
+    CHECK(total(attn::backends::attention_buffers(65536, 65536, 16, 16, Backend::fused)) < (std::uint64_t{64} << 20));
+    // The fused scratch does not grow with d_v (only O does: 4 bytes a column of a 1-row O).
+    CHECK(total(attn::backends::attention_buffers(1, 1, 4, 2621440, Backend::fused)) ==
+          total(attn::backends::attention_buffers(1, 1, 4, 16, Backend::fused)) + 4 * (2621440 - 16));
     // Empty sizes are counted too, and need no scratch for the GEMM (the fuzzer found d_model = 0
     // divided by a zero depth: a 0×0 X of a layer).
     for (Backend b : all_backends) {
         for (std::size_t width : {0, 3, 1000}) {  // narrow and wide products of no depth
-            CHECK_NOTHROW(attn::projection_bytes(width, 0, width, width, b));
-            CHECK_NOTHROW(attn::attention_bytes(5, width, 0, width, b));
+            CHECK_NOTHROW(attn::backends::projection_buffers(width, 0, width, width, b));
+            CHECK_NOTHROW(attn::backends::attention_buffers(5, width, 0, width, b));
         }
     }
     CHECK(attn::simd::gemm_scratch_bytes(5, 0, 1000) == 0);

@@ -241,7 +241,7 @@ TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±
         Matrix fast = S;
         attn::simd::causal_mask_in_place(fast, t);
         CHECK(fast == attn::causal_mask(S));
-        attn::simd::softmax_rows_in_place(fast, t);
+        attn::simd::softmax_rows_in_place(fast, 1.0f, t);
         check_close(fast, attn::softmax_rows(attn::causal_mask(S)), 1e-6f);
         for (std::size_t k = 0; k < fast.size(); ++k) REQUIRE(std::isfinite(fast.data()[k]));
     }
@@ -250,7 +250,7 @@ TEST_CASE("simd softmax and mask equal naive for every row length 1 to 70 and ±
 TEST_CASE("simd softmax turns an all -inf row into zeros", "[simd][softmax][edge]") {
     const float inf = INFINITY;
     Matrix S{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}};
-    attn::simd::softmax_rows_in_place(S, Threads::one);
+    attn::simd::softmax_rows_in_place(S, 1.0f, Threads::one);
     CHECK(S == attn::softmax_rows(
                    Matrix{{-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 0, -inf, 0, 0, 0, 0, 0, 0}}));
     CHECK(S(0, 4) == 0.0f);
@@ -304,7 +304,7 @@ TEST_CASE("parallel results are bit-for-bit identical for 1, 2 and 3 threads", "
     const Matrix Q = random_matrix(333, 40, rng), K = random_matrix(333, 40, rng), V = random_matrix(333, 24, rng);
     const auto run_all = [&] {
         Matrix S = random_matrix(150, 150, rng, -5, 5);
-        attn::simd::softmax_rows_in_place(S, Threads::all);
+        attn::simd::softmax_rows_in_place(S, 0.7f, Threads::all);
         return std::make_tuple(
             simd_matmul(A, B, Threads::all), simd_matmul_transposed(A, Bt, 0.3f, Threads::all),
             attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = Backend::parallel}).output, S);
@@ -382,4 +382,23 @@ TEST_CASE("every instruction set this CPU runs gives the same answers, within th
     attn::simd::set_isa(before);
     CHECK_THROWS_WITH(attn::simd::set_isa("avx9000"), Catch::Contains("not an instruction set of this build"));
     CHECK(attn::simd::isa() == before);  // a refused choice changes nothing
+}
+
+// Step 4 rides in step 5's kernel on the fast backends: softmax(S, scale) must be the same bits as
+// scaling S by itself first (each product rounded, then the shift), for every scale the chain uses,
+// masked rows and huge scores included (where one FMA for the multiply and the shift would not be).
+TEST_CASE("simd softmax of scale·S is the same bits as scaling S first", "[simd][softmax]") {
+    std::mt19937 rng(31);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    for (const float scale : {1.0f, 0.125f, 1.0f / std::sqrt(3.0f), 1.0f / 3.0f, 1.0f / 1024.0f}) {
+        for (const float range : {1.0f, 30.0f, 1e4f, 1e36f}) {
+            INFO("scale " << scale << ", scores in ±" << range);
+            const Matrix S = attn::causal_mask(random_matrix(67, 67, rng, -range, range));
+            Matrix folded = S, separate = attn::scaled(S, scale);
+            attn::simd::softmax_rows_in_place(folded, scale, t);
+            attn::simd::softmax_rows_in_place(separate, 1.0f, t);
+            CHECK(folded == separate);
+            for (std::size_t k = 0; k < folded.size(); ++k) REQUIRE(std::isfinite(folded.data()[k]));
+        }
+    }
 }

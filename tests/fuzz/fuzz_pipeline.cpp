@@ -115,18 +115,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (layer) {
         const Matrix& X = m[0];
         const auto project = [&](Backend b) {
-            const auto p = attn::SingleHeadAttention(m[1], m[2], m[3]).project(X, b);
+            const auto p = attn::SingleHeadAttention(m[1], m[2], m[3]).project(X, {.backend = b});
             return std::vector<Matrix>{p.Q, p.K, p.V};
         };
         std::optional<std::vector<Matrix>> naive;
         std::string naive_refusal;
         if (2.0 * double(X.rows()) * double(X.cols()) * (2.0 * double(m[1].cols()) + double(m[3].cols())) > max_flops)
             return 0;
-        try {  // every backend's projections at once: charged as 4 × what one needs
-            budget.charge(attn::checked_product(
-                              attn::projection_bytes(X.rows(), X.cols(), m[1].cols(), m[3].cols(), Backend::simd), 4,
-                              "steps 1–2"),
-                          "steps 1–2");
+        try {  // every backend's projections, each charged as the library charges them
+            for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused})
+                attn::charge(budget,
+                             attn::backends::projection_buffers(X.rows(), X.cols(), m[1].cols(), m[3].cols(), b));
         } catch (const std::length_error&) {
             return 0;
         }
@@ -157,8 +156,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // Steps 3–6 on every backend, charged first as attn run charges them.
     if (2.0 * double(Q.rows()) * double(K.rows()) * (double(Q.cols()) + double(V.cols()) + 8.0) > max_flops) return 0;
-    try {
-        budget.charge(attn::attention_bytes(Q.rows(), K.rows(), Q.cols(), V.cols(), Backend::parallel), "steps 3–6");
+    try {  // each backend's run must fit in what is left, as one attn run would
+        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+            attn::MemoryBudget one_run = budget;
+            attn::charge(one_run, attn::backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), b));
+        }
     } catch (const std::length_error&) {
         return 0;
     }

@@ -1,0 +1,139 @@
+// The memory budget against what is really allocated: every buffer the library allocates during a
+// call must have been charged, by name, before the call's first step, on every backend. This
+// program counts every operator new (the aligned ones too) while a call runs, and matches each
+// allocation of 4 KiB or more against the budget's recorded charges.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "attention/attention.hpp"
+#include "matrix/random.hpp"
+#include "matrix/size.hpp"
+#include "simd/simd.hpp"
+
+namespace {
+
+std::atomic<bool> counting{false};
+std::mutex record_mutex;
+std::vector<std::size_t>* recorded = nullptr;  // sizes of the counted allocations (allocated while not counting)
+
+void record(std::size_t bytes) {
+    if (!counting.load(std::memory_order_relaxed) || bytes < 4096) return;
+    const std::lock_guard lock(record_mutex);
+    if (recorded->size() < recorded->capacity()) recorded->push_back(bytes);  // never allocates while counting
+}
+
+void* allocate(std::size_t bytes, std::size_t alignment) {
+    record(bytes);
+    void* p = alignment <= alignof(std::max_align_t)
+                  ? std::malloc(bytes ? bytes : 1)
+                  : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
+// Every allocation counted during `call`, largest first.
+template <class Call>
+std::vector<std::size_t> allocations_of(Call&& call) {
+    std::vector<std::size_t> sizes;
+    sizes.reserve(4096);
+    recorded = &sizes;
+    counting = true;
+    call();
+    counting = false;
+    std::sort(sizes.rbegin(), sizes.rend());
+    return sizes;
+}
+
+// Each charge is room for what it names (the fused kernel's is every thread's scratch, several
+// buffers); each allocation, largest first, goes into the charge with the least room left that
+// still holds it. Returns the first allocation no charge has room for (0 when all fit).
+std::size_t uncharged(const std::vector<std::size_t>& allocations, const attn::MemoryBudget& budget) {
+    std::vector<std::uint64_t> room;
+    for (const auto& c : budget.charges()) room.push_back(c.bytes);
+    for (const std::size_t a : allocations) {
+        std::uint64_t* best = nullptr;
+        for (std::uint64_t& r : room)
+            if (r >= a && (!best || r < *best)) best = &r;
+        if (!best) return a;
+        *best -= a;
+    }
+    return 0;
+}
+
+std::string listing(const attn::MemoryBudget& budget, const std::vector<std::size_t>& allocations) {
+    std::ostringstream out;
+    out << "charged:";
+    for (const auto& c : budget.charges()) out << "\n  " << c.bytes << "  " << c.what;
+    out << "\nallocated:";
+    for (const std::size_t a : allocations) out << ' ' << a;
+    return out.str();
+}
+
+}  // namespace
+
+void* operator new(std::size_t bytes) { return allocate(bytes, 0); }
+void* operator new(std::size_t bytes, std::align_val_t alignment) { return allocate(bytes, std::size_t(alignment)); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+using attn::Backend;
+using attn::Matrix;
+
+TEST_CASE("every buffer the chain allocates was charged to the budget first, on every backend", "[limits][budget]") {
+    std::mt19937 rng(57);
+    const std::size_t n = 300, m = 280, d_model = 50, d_k = 40, d_v = 24;
+    const Matrix X = attn::random_matrix(n, d_model, rng), Q = attn::random_matrix(n, d_k, rng),
+                 K = attn::random_matrix(m, d_k, rng), V = attn::random_matrix(m, d_v, rng);
+    const attn::SingleHeadAttention layer(attn::random_matrix(d_model, d_k, rng),
+                                          attn::random_matrix(d_model, d_k, rng),
+                                          attn::random_matrix(d_model, d_v, rng));
+    // Read once per process, before any call is counted: the caches the kernels' blocks come from
+    // (each file through an ifstream with its own 8 KiB buffer). Not a buffer of the chain.
+    (void)attn::simd::blocking();
+    for (const Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        for (const bool whole_layer : {false, true}) {
+            INFO(attn::to_string(b) << (whole_layer ? ", the layer's forward" : ", the core"));
+            attn::MemoryBudget budget(std::uint64_t{1} << 30, "the test's budget");
+            attn::AttentionResult result;
+            const auto allocations = allocations_of([&] {
+                const attn::AttentionOptions options{.backend = b, .budget = &budget};
+                result = whole_layer ? layer.forward(X, options) : attn::scaled_dot_product_attention(Q, K, V, options);
+            });
+            INFO(listing(budget, allocations));
+            CHECK(!allocations.empty());
+            CHECK(uncharged(allocations, budget) == 0);
+            // the results' own sizes were charged under their names
+            const auto charged = [&](const std::string& start, const Matrix& M) {
+                return std::any_of(budget.charges().begin(), budget.charges().end(), [&](const auto& c) {
+                    return c.what.starts_with(start) && c.bytes == M.size() * sizeof(float);
+                });
+            };
+            CHECK(charged("O (", result.output));
+            if (b != Backend::fused) CHECK(charged("S/α (", result.weights));
+            if (whole_layer) CHECK(charged("Q (", Matrix(n, d_k)));
+        }
+    }
+}
+
+TEST_CASE("a budget too small refuses before the first step, naming the buffer", "[limits][budget]") {
+    std::mt19937 rng(58);
+    const Matrix Q = attn::random_matrix(300, 40, rng), K = attn::random_matrix(300, 40, rng);
+    attn::MemoryBudget budget(200000, "the test's budget");  // S alone is 360000 bytes
+    attn::AttentionResult result;
+    CHECK_THROWS_WITH(
+        attn::scaled_dot_product_attention_into(Q, K, K, {.backend = Backend::parallel, .budget = &budget}, result),
+        Catch::Contains("S/α (300×300) of steps 3–5 on the parallel backend"));
+    CHECK(result.output.empty());  // nothing computed, nothing allocated
+    CHECK(result.weights.empty());
+}
