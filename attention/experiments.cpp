@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "attention/worked_example.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <utility>
 
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn::guards {

@@ -4,7 +4,7 @@
 // BM_core/parallel/n:2048/d:64. Arguments are n and d (or n and causal).
 // Counters: GFLOPs (per second), bytes_per_second (distinct bytes touched), and the label names
 // the backend. The machine's peak is measured in the same run (BM_peak_fma), so
-// scripts/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
+// bench/tools/bench_report.py can show each result as a percentage of it. Every benchmark uses wall
 // time: with OpenMP the CPU column would only see the main thread.
 #include "attention/backends.hpp"
 #include "bench/common.hpp"

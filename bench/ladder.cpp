@@ -10,7 +10,7 @@
 //
 // Every instruction set the build compiled and this CPU runs gets its rungs (simd::set_isa before
 // each benchmark, the default restored after), so the ladder compares widths in the same window
-// instead of builds made with other flags at other times. scripts/bench_report.py --ladder prints
+// instead of builds made with other flags at other times. bench/tools/bench_report.py --ladder prints
 // the table and draws the ladder and the roofline.
 #include "bench/ladder.hpp"
 

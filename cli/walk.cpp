@@ -22,6 +22,7 @@
 #include "cli/text.hpp"
 #include "cli/walk_json.hpp"
 #include "cli/walk_text.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 

@@ -2,7 +2,7 @@
 //
 // Each sentence is kept in both languages (tr) with its formulas between $…$ marks: the terminal prints
 // it without them ("S_ij = q_i·k_j: how well …"), and `attn walk --format json` carries it with them,
-// so the lesson pages set every marked piece as a formula (scripts/docs_example.py) and never keep
+// so the lesson pages set every marked piece as a formula (docs/site/docs_example.py) and never keep
 // sentences of their own. A {} stands for a number the reader of the sentence fills in.
 #pragma once
 

@@ -34,11 +34,4 @@ void softmax_rows_in_place(Matrix& S);
 Matrix causal_mask(const Matrix& S);
 void causal_mask_in_place(Matrix& S);
 
-// Sizes of entries, in double so that they cannot overflow themselves: the largest Euclidean
-// norm of a row, and of a column. NaN or ∞ when A holds one; 0 for an empty A.
-double max_row_norm(const Matrix& A);
-// ‖x‖ = √Σ x_k², summed in double: the length of one row (max_row_norm takes it of every row).
-double norm(std::span<const float> x);
-double max_col_norm(const Matrix& A);
-
 }  // namespace attn

@@ -131,7 +131,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and
 // simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
 // checked arithmetic builds error strings, and no string code may be compiled into a kernel copy
-// (scripts/check_isa_symbols.py says why).
+// (tests/checks/check_isa_symbols.py says why).
 std::uint64_t gemm_scratch_bytes(std::size_t /* m: A is read in place */, std::size_t k, std::size_t n) {
     // the packed panels of B (kc × nc at most), on the calling thread
     const std::size_t NR = tile_columns();

@@ -9,7 +9,7 @@
 //      high part, exact when multiplied by any n here, and the small rest, so r loses no bits to the
 //      subtraction), |r| ≤ ln(2)/2. 2^t: n = round(t), f = t − n, exact, |f| ≤ ½.
 //   2. e^r = 1 + r + r²·P(r), P of degree 4; 2^f = 1 + f·Q(f), Q of degree 5; each fitted to the
-//      smallest largest relative error on its interval (scripts/fit_exp.py: 3.8·10⁻⁹ and 3·10⁻⁹, far
+//      smallest largest relative error on its interval (bench/tools/fit_exp.py: 3.8·10⁻⁹ and 3·10⁻⁹, far
 //      below a float's 6·10⁻⁸ rounding).
 //   3. ×2ⁿ by an integer add to the exponent field: the n of step 1 already sits in the low bits of
 //      v + 1.5·2²³, the sum that rounded it, so n·2²³ is that sum's bit pattern shifted left by 23.
@@ -72,7 +72,7 @@ inline Batch softmax_exp(Batch x) {
     const Batch n = shifted - Batch(round_shift);
     Batch r = xsimd::fma(n, -ln2_hi, x);  // r = x − n·ln 2, in two exact-enough parts
     r = xsimd::fma(n, -ln2_lo, r);
-    Batch p(1.38146128e-3f);  // P(r) = c2 + c3·r + c4·r² + c5·r³ + c6·r⁴ (scripts/fit_exp.py)
+    Batch p(1.38146128e-3f);  // P(r) = c2 + c3·r + c4·r² + c5·r³ + c6·r⁴ (bench/tools/fit_exp.py)
     p = xsimd::fma(p, r, Batch(8.36871006e-3f));
     p = xsimd::fma(p, r, Batch(4.16683890e-2f));
     p = xsimd::fma(p, r, Batch(1.66665211e-1f));
@@ -86,7 +86,7 @@ inline Batch softmax_exp(Batch x) {
 #endif
 }
 
-// 2^f = 1 + f·Q(f) for |f| ≤ ½ (scripts/fit_exp.py); 1 at f = 0.
+// 2^f = 1 + f·Q(f) for |f| ≤ ½ (bench/tools/fit_exp.py); 1 at f = 0.
 inline Batch exp2_fraction(Batch f) {
     Batch q(0.00015326463f);  // Q(f) = c1 + c2·f + … + c6·f⁵
     q = xsimd::fma(q, f, Batch(0.0013390806f));

@@ -36,7 +36,7 @@ inline constexpr std::size_t TALL = tall_rows(NR);
 // what makes the result independent of how rows are split between threads.
 // Never inlined: on its own, each height's loop has every pointer and bound in a register. Inlined
 // into gemm()'s loop nest, GCC 12 kept the one-row loop's end pointer on the stack (one reload per
-// step; scripts/count_spills.py found it for -march=native on an AMD EPYC family 25 host).
+// step; tests/checks/count_spills.py found it for -march=native on an AMD EPYC family 25 host).
 // [fast microkernel]
 template <std::size_t R>
 [[gnu::noinline]] void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,

@@ -135,7 +135,7 @@ float exp2_and_sum(std::span<float> x, float shift) { return exponentials_and_su
 
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
     // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
-    // (Here rather than in fused.cpp, whose FMA loops are all register tiles: scripts/count_spills.py
+    // (Here rather than in fused.cpp, whose FMA loops are all register tiles: tests/checks/count_spills.py
     // checks every one of them for spills, and Clang keeps this loop's exp constants on the stack.)
     for (std::size_t r = 0; r < rows; r += W) {
         const Batch m = Batch::load_aligned(max_so_far + r);

@@ -128,7 +128,7 @@ TEST_CASE("every step line of the chain carries a formula and its shapes", "[doc
 }
 
 TEST_CASE("no note of the annotated pages runs a formula into the next sentence", "[docs]") {
-    // scripts/annotate.py joins a comment's lines into one paragraph: a line that ends in a formula
+    // docs/site/annotate.py joins a comment's lines into one paragraph: a line that ends in a formula
     // ("… = d_k$") followed by a line that starts a sentence ("One call …") reads "= d_k One call".
     // Such a formula must end its sentence with a mark.
     for (const char* dir : {"attention", "matrix", "simd", "io"}) {
@@ -152,12 +152,12 @@ TEST_CASE("no note of the annotated pages runs a formula into the next sentence"
     }
 }
 
-TEST_CASE("the committed flow diagrams are what scripts/docs_example.py draws", "[docs]") {
+TEST_CASE("the committed flow diagrams are what docs/site/docs_example.py draws", "[docs]") {
     // docs/chain.en.svg and docs/chain.zh.svg are shown by any Markdown viewer (README, docs/); the
-    // pages draw the same picture live. Regenerate: scripts/docs_example.py --svg en > docs/chain.en.svg
+    // pages draw the same picture live. Regenerate: docs/site/docs_example.py --svg en > docs/chain.en.svg
     for (const char* lang : {"en", "zh"}) {
         INFO("docs/chain." << lang << ".svg");
-        const std::string command = "python3 '" + (root / "scripts/docs_example.py").string() + "' --svg " + lang;
+        const std::string command = "python3 '" + (root / "docs/site/docs_example.py").string() + "' --svg " + lang;
         std::string drawn;
         FILE* pipe = popen(command.c_str(), "r");
         REQUIRE(pipe != nullptr);

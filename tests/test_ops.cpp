@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 
 using attn::Matrix;

@@ -20,6 +20,7 @@
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
 #include "io/io.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/size.hpp"
 

@@ -1,4 +1,4 @@
-// scripts/docs_live_check.js — loaded into a copy of a lesson page by scripts/check_docs_page.py when
+// docs/site/docs_live_check.js — loaded into a copy of a lesson page by docs/site/check_docs_page.py when
 // the page's worked example is editable (attn_walk.js beside it). It edits the example the way a
 // reader would and leaves what it saw in <pre id="live-report"> as JSON; the Python side compares
 // the numbers with `attn run` and NumPy. Steps:

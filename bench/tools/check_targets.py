@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Measure issue 21's speed targets on this machine: each as a percentage of the FMA peak of the same moment.
 
-    /usr/bin/python3 scripts/check_targets.py [--bench build/bench_attention] [--rounds 5] [--min-time 0.5]
+    /usr/bin/python3 bench/tools/check_targets.py [--bench build/bench_attention] [--rounds 5] [--min-time 0.5]
                                               [--isa avx2] [--json out.json]
-    /usr/bin/python3 scripts/check_targets.py --self-test [--bench build/bench_attention]
+    /usr/bin/python3 bench/tools/check_targets.py --self-test [--bench build/bench_attention]
 
 The targets are percentages of the FMA peak (BM_peak_fma: register-only FMAs, the most this CPU can
 do), never absolute times, so they mean the same on any machine, and they must be measured on the
@@ -37,7 +37,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

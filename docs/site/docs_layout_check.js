@@ -1,5 +1,5 @@
-// scripts/docs_layout_check.js — measures a page as the reader sees it, after KaTeX has run, and
-// writes what it found as JSON into <pre id="layout-report"> for scripts/check_docs_page.py, which
+// docs/site/docs_layout_check.js — measures a page as the reader sees it, after KaTeX has run, and
+// writes what it found as JSON into <pre id="layout-report"> for docs/site/check_docs_page.py, which
 // injects this script into a copy of each page and reads the report from Chromium's --dump-dom.
 "use strict";
 

@@ -4,15 +4,15 @@ describes on the right, one page per file of attention/, matrix/, simd/ and io/;
 and Chinese) as the front pages, with the flow diagram and the worked example; the reading order and
 the performance page with its plots and data.
 
-    /usr/bin/python3 scripts/annotate.py [--out build/docs] [--attn build/attn]
+    /usr/bin/python3 docs/site/annotate.py [--out build/docs] [--attn build/attn]
     (or: ./scripts/dev docs, or meson compile -C build docs)
 
 Uses Debian's python3-markdown and python3-pygments; KaTeX comes from libjs-katex and is copied next
 to the pages, so they work offline. A note is a run of // comment lines; the code after it, up to the
 next note or the end of its top-level block, is what it describes. Math in notes and in docs/ is
 written $…$ or $$…$$; the formulas of marker lines ([step 3] S = Q·Kᵀ …) are typeset from their
-plain Unicode by scripts/docs_math.py. The worked example comes from the built attn
-(scripts/docs_example.py).
+plain Unicode by docs/site/docs_math.py. The worked example comes from the built attn
+(docs/site/docs_example.py).
 """
 import argparse
 import html
@@ -28,7 +28,7 @@ from pygments.lexers import CppLexer
 from docs_example import SVG_STYLE, flow_diagram, worked_example
 from docs_math import marker_line_html
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KATEX = Path("/usr/share/javascript/katex")
 # The reading order of docs/reading-order.md; any other file of these folders follows it.
 ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
@@ -95,7 +95,7 @@ def with_math_kept(text, convert):
 
 def render_note(lines, anchor_of):
     """A note as HTML: each marker line is a paragraph of its own, with the marker's anchor and its
-    formula typeset (scripts/docs_math.py); the other lines are Markdown, _ and * taken literally."""
+    formula typeset (docs/site/docs_math.py); the other lines are Markdown, _ and * taken literally."""
     out, prose = [], []
 
     def flush():
@@ -122,7 +122,7 @@ def layout(title, nav, body, current, lang="en", heading=True):
 <title>{html.escape(title)} · attention.cpp</title>
 <link rel="stylesheet" href="katex/katex.min.css"><link rel="stylesheet" href="style.css">
 <script defer src="katex/katex.min.js"></script><script defer src="katex/contrib/auto-render.js"></script>
-<script>window.mathOptions = {{  // also for what scripts/worked_example.js draws later
+<script>window.mathOptions = {{  // also for what docs/site/worked_example.js draws later
   delimiters: [{{left: "$$", right: "$$", display: true}}, {{left: "$", right: "$", display: false}}],
   ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code"], throwOnError: false}};
 document.addEventListener("DOMContentLoaded", () => renderMathInElement(document.body, window.mathOptions));</script>
@@ -224,13 +224,13 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not (KATEX / "katex.min.js").exists():
-        raise SystemExit("scripts/annotate.py: KaTeX not found in /usr/share/javascript/katex (apt-get install libjs-katex)")
+        raise SystemExit("docs/site/annotate.py: KaTeX not found in /usr/share/javascript/katex (apt-get install libjs-katex)")
     if not Path(args.attn).exists():
-        raise SystemExit(f"scripts/annotate.py: {args.attn} not found: build attn first (ninja -C build attn)")
+        raise SystemExit(f"docs/site/annotate.py: {args.attn} not found: build attn first (ninja -C build attn)")
     shutil.copytree(KATEX, out / "katex", dirs_exist_ok=True)
     for extra in [*(ROOT / "docs").glob("*.png"), *(ROOT / "docs").glob("*.json")]:  # what the pages link
         shutil.copy(extra, out / extra.name)
-    shutil.copy(ROOT / "scripts" / "worked_example.js", out / "worked_example.js")
+    shutil.copy(ROOT / "docs" / "site" / "worked_example.js", out / "worked_example.js")
     live = Path(args.wasm).exists()
     if live:
         shutil.copy(args.wasm, out / "attn_walk.js")

@@ -2,7 +2,7 @@
 """Turn bench_attention's JSON into Markdown tables and a PNG plot.
 
     build/bench_attention --benchmark_repetitions=3 --benchmark_out=bench.json --benchmark_out_format=json
-    /usr/bin/python3 scripts/bench_report.py bench.json --markdown docs/bench-tables.md --plot docs/performance-core.png
+    /usr/bin/python3 bench/tools/bench_report.py bench.json --markdown docs/bench-tables.md --plot docs/performance-core.png
 
 With repetitions, each figure is the median Google Benchmark reports; with one run, that run.
 Every GFLOP/s figure is also given as a percentage of the FMA peak measured in the same run

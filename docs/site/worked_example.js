@@ -1,5 +1,5 @@
-// scripts/worked_example.js — the worked example on the lesson pages (copied next to them by
-// scripts/annotate.py; the page carries the numbers as JSON, from scripts/docs_example.py).
+// docs/site/worked_example.js — the worked example on the lesson pages (copied next to them by
+// docs/site/annotate.py; the page carries the numbers as JSON, from docs/site/docs_example.py).
 //
 // Every number it shows comes from the chain: the six precomputed variants (scale × mask) were
 // printed by `attn walk --format json` when the pages were built; when the WebAssembly build of the
@@ -157,7 +157,7 @@
   });
   let state = fresh(), edited = false;
   const editor = section.querySelector(".editor");
-  const timings = (window.workedExampleTimings = []);  // ms per computation, read by scripts/check_docs_page.py
+  const timings = (window.workedExampleTimings = []);  // ms per computation, read by docs/site/check_docs_page.py
 
   function drawEditor() {
     const input = (name, i, j, v) =>
@@ -266,7 +266,7 @@
   // meson.build; AttnWalk() then returns the module itself, not a promise). Compiled asynchronously
   // it fetched its own embedded data: URL, and Chromium answered that fetch only after the page's
   // other work, ~400 ms later; this way the first render takes tens of milliseconds after the file
-  // is read (scripts/check_docs_page.py prints both times below, and each recomputation's).
+  // is read (docs/site/check_docs_page.py prints both times below, and each recomputation's).
   let module = null;
   const compiling = performance.now();
   Promise.resolve(window.AttnWalk()).then((m) => {

@@ -7,10 +7,10 @@ e^S'_it); the pages set the same formulas with KaTeX. A marker line has the shap
 
 and is cut at its separators (two or more spaces, ';' before two spaces, ': ', and ', ' before a word of
 prose). A piece is a formula when it holds an operator (= → ← × · Σ √ ∞ ᵀ) and at most one word of
-prose ("for", "when"); formulas are rewritten as TeX, everything else stays text. Used by scripts/annotate.py.
+prose ("for", "when"); formulas are rewritten as TeX, everything else stays text. Used by docs/site/annotate.py.
 
 The sentences of `attn walk` (cli/walk_text.cpp) mark their formulas themselves, with $…$:
-sentence_html() sets those pieces the same way (scripts/docs_example.py).
+sentence_html() sets those pieces the same way (docs/site/docs_example.py).
 """
 import html
 import re

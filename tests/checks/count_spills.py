@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Count stack accesses in the microkernel's inner loops, as the compiler actually emitted them.
 
-    /usr/bin/python3 scripts/count_spills.py [--build build] [--march x86-64-v3 x86-64-v4] [--self-test]
+    /usr/bin/python3 tests/checks/count_spills.py [--build build] [--march x86-64-v3 x86-64-v4] [--self-test]
 
 The register tile of simd/microkernel.hpp keeps 2·R accumulators (12 for R = 6) plus two rows of B
 and one broadcast of A in vector registers: 15 of AVX2's 16; AVX-512's wide products run R = 12,
@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ["simd/gemm.cpp", "simd/fused.cpp"]
 LABEL = re.compile(r"^(\.L\w+):")
 JUMP = re.compile(r"^\s+j\w+\s+(\.L\w+)")

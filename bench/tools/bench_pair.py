@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compare two builds of the benchmark on a shared, noisy machine, by paired runs.
 
-    /usr/bin/python3 scripts/bench_pair.py BASE NEW FILTER [--pairs N] [--min-time S]
+    /usr/bin/python3 bench/tools/bench_pair.py BASE NEW FILTER [--pairs N] [--min-time S]
 
 BASE and NEW are two bench_attention executables (say /tmp/base/build/bench_attention, built from
 another commit in a git worktree, and build/bench_attention). For each benchmark FILTER selects, the

@@ -14,7 +14,7 @@ rounded one at a time, from c1, refitting the rest around each: c1 = ln 2 rounde
 1.6·10⁻⁸, as much as the whole fit. (In e^r the leading terms 1 + r are exact, and rounding all at
 once is enough.)
 
-Usage: scripts/fit_exp.py e|2
+Usage: bench/tools/fit_exp.py e|2
 """
 import sys
 
@@ -54,7 +54,7 @@ def fit(name, points=20001):
 
 def main():
     if len(sys.argv) != 2 or sys.argv[1] not in FAMILIES:
-        sys.exit("usage: scripts/fit_exp.py e|2")
+        sys.exit("usage: bench/tools/fit_exp.py e|2")
     name = sys.argv[1]
     g, half, first, _ = FAMILIES[name]
     c = fit(name).astype(np.float64)

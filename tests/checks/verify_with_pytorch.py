@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cross-check `attn run` against PyTorch, case by case.
 
-    /usr/bin/python3 scripts/verify_with_pytorch.py [--attn build/attn]
+    /usr/bin/python3 tests/checks/verify_with_pytorch.py [--attn build/attn]
 
 For random shapes (odd sizes, d_v ≠ d_k), causal and not, every backend, both the full layer and the
 core: the inputs are saved as .npy, `attn run --out` computes them, and PyTorch computes the lesson's
@@ -75,7 +75,7 @@ def run_attn(attn, args, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--attn", default=str(Path(__file__).resolve().parent.parent / "build" / "attn"))
+    ap.add_argument("--attn", default=str(Path(__file__).resolve().parents[2] / "build" / "attn"))
     attn = ap.parse_args().attn
     rng = np.random.default_rng(2026)
     failures = cases = 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """No code shared between the instruction sets' copies of the kernels, or with the baseline.
 
-    /usr/bin/python3 scripts/check_isa_symbols.py [--build build]
+    /usr/bin/python3 tests/checks/check_isa_symbols.py [--build build]
 
 meson.build compiles simd/'s kernel files once per instruction set (libsimd_sse2.a,
 libsimd_avx2.a, libsimd_avx512.a), each with its own flags. What a copy defines in its own
@@ -21,7 +21,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Compiler helpers that are the same instructions whatever the flags: Clang's __clang_call_terminate
 # is two calls (__cxa_begin_catch, std::terminate) with no arithmetic to vectorise.
 SAME_CODE_EVERYWHERE = {"__clang_call_terminate"}

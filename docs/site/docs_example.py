@@ -1,4 +1,4 @@
-"""The lesson's picture and its worked example, for the lesson pages built by scripts/annotate.py.
+"""The lesson's picture and its worked example, for the lesson pages built by docs/site/annotate.py.
 
 flow_diagram(): an SVG of the chain X → Q, K, V → S → S' → α → O with the shape on every arrow; each
 node links to the line of attention/attention.cpp that computes it (standalone_svg(): the same as a
@@ -7,7 +7,7 @@ file of its own, docs/chain.<lang>.svg).
 worked_example(): the example's numbers for every --scale and --causal, and the program's sentences
 about them, read from the built program (`attn walk --format json`), so that neither can drift from
 the code;
-scripts/worked_example.js lays them out (tables, one entry written out, α as a heat map, the demos of
+docs/site/worked_example.js lays them out (tables, one entry written out, α as a heat map, the demos of
 the confusions) and, where the WebAssembly build of the chain sits next to the page, makes the
 example editable. Nothing is fetched: the pages work from file://.
 """
@@ -155,7 +155,7 @@ def walk_json(attn, lang, scale, causal):
 
 def worked_example(attn, lang, live=False):
     """The section the page shows: the scale and mask switch, the six variants' numbers and sentences as
-    JSON, and scripts/worked_example.js, which lays them out (and, with `live`, loads attn_walk.js and
+    JSON, and docs/site/worked_example.js, which lays them out (and, with `live`, loads attn_walk.js and
     makes the example editable). Without script, a line says where the same numbers are."""
     t = TEXT[lang]
     radios = (f'<span>{t["scale"]}{t["colon"]}</span>' + "".join(
@@ -170,16 +170,16 @@ def worked_example(attn, lang, live=False):
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{intro}</p>'
             f'<div class="switch">{radios}</div><div class="editor" hidden></div><div class="variant"></div>'
             f'<noscript><p>{t["noscript"]}</p></noscript><script type="application/json" class="worked-data">{data}</script>'
-            # the mark is where scripts/worked_example.js starts timing the module's first render
+            # the mark is where docs/site/worked_example.js starts timing the module's first render
             + ('<script>performance.mark("attn_walk.js")</script><script src="attn_walk.js"></script>' if live else "")
             + '<script src="worked_example.js"></script></section>')
 
 
 if __name__ == "__main__":
-    # scripts/docs_example.py --svg en > docs/chain.en.svg (and zh): the committed pictures;
+    # docs/site/docs_example.py --svg en > docs/chain.en.svg (and zh): the committed pictures;
     # tests/test_docs.cpp fails when a committed one differs from what this prints.
     import sys
     if len(sys.argv) == 3 and sys.argv[1] == "--svg" and sys.argv[2] in TEXT:
         sys.stdout.write(standalone_svg(sys.argv[2]))
     else:
-        sys.exit("usage: scripts/docs_example.py --svg en|zh")
+        sys.exit("usage: docs/site/docs_example.py --svg en|zh")

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Render every annotated page in headless Chromium and check it as a reader would see it.
 
-    /usr/bin/python3 scripts/check_docs_page.py [--out DIR] [--attn build/attn]
+    /usr/bin/python3 docs/site/check_docs_page.py [--out DIR] [--attn build/attn]
 
-Builds the pages with scripts/annotate.py, then for every page loads a copy carrying
-scripts/docs_layout_check.js at 1400×1100 and reads the report it leaves in the DOM. A page fails when
+Builds the pages with docs/site/annotate.py, then for every page loads a copy carrying
+docs/site/docs_layout_check.js at 1400×1100 and reads the report it leaves in the DOM. A page fails when
 
   - a note is not left of its code, not level with it, or a marker sits outside the note column;
   - code, a table, a figure or display math is wider than its box, or the page scrolls sideways;
@@ -16,7 +16,7 @@ scripts/docs_layout_check.js at 1400×1100 and reads the report it leaves in the
     grow with the weight, the steps are out of order, or the switch to the causal variant does not
     show a zero upper triangle;
   - where the WebAssembly build exists (build-wasm/, scripts/dev wasm), the worked example is not
-    editable, or, edited as a reader would (scripts/docs_live_check.js), shows an S that is not
+    editable, or, edited as a reader would (docs/site/docs_live_check.js), shows an S that is not
     X·W_Q·(X·W_K)ᵀ, an α or O that is not what `attn run` prints for the same matrices, a fourth
     causal token with a nonzero upper triangle, a non-number not marked and named (or anything else
     changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317; then, with
@@ -46,7 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--hide-scrollbars",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -273,7 +273,7 @@ def probe_real_time(profile, out, name, script, report_id, timeout=60):
 
 
 def live_checks(check, profile, out, name, attn):
-    """The editable worked example, used as a reader would (scripts/docs_live_check.js), against attn run."""
+    """The editable worked example, used as a reader would (docs/site/docs_live_check.js), against attn run."""
     import numpy
     r = probe_real_time(profile, out, name, "live_check.js", "live-report")
     if r is None:
@@ -317,9 +317,9 @@ def main():
     if not CHROMIUM:
         print("SKIPPED: the docs page check needs Chromium (Debian: apt-get install chromium)")
         return 0
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "annotate.py"), "--out", str(out), "--attn", args.attn],
+    subprocess.run([sys.executable, str(ROOT / "docs" / "site" / "annotate.py"), "--out", str(out), "--attn", args.attn],
                    check=True)
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "docs" / "site"))
     import annotate  # the same sources, pages and markers the generator used
 
     results = []
@@ -335,8 +335,8 @@ def main():
     pages += [(annotate.page_name(f), "en", ROOT / f) for f in annotate.sources()]
     shots = out / "screenshots"
     shots.mkdir(exist_ok=True)
-    (out / "layout_check.js").write_text((ROOT / "scripts" / "docs_layout_check.js").read_text(encoding="utf-8"))
-    (out / "live_check.js").write_text((ROOT / "scripts" / "docs_live_check.js").read_text(encoding="utf-8"))
+    (out / "layout_check.js").write_text((ROOT / "docs" / "site" / "docs_layout_check.js").read_text(encoding="utf-8"))
+    (out / "live_check.js").write_text((ROOT / "docs" / "site" / "docs_live_check.js").read_text(encoding="utf-8"))
     live = (out / "attn_walk.js").exists()
     wasm_built = (ROOT / "build-wasm" / "attn_walk.js").exists()
     check(live == wasm_built, f"the worked example is {'editable' if live else 'precomputed'}"
