@@ -29,9 +29,8 @@
 //   that the A strip, R = tall_rows rows (6, or 12 with AVX-512), fits L1 but one way
 //   (R · kc · 4 ≤ (W₁ − 1) · N₁ · line); nc = M / kc rounded down to NR. Zen 3 (512 KiB, AVX2:
 //   NR = 16): M = 65536, √131072 = 362 → kc = 360, nc = 182 → 176.
-//   (kc from the A strip's share of L1 alone, 168 here, made a 1024³ product pass over C 7 times
-//   instead of 3; on an AVX-512 Zen 4 core, where it gives 512, the product ran 1.03–1.06× faster
-//   for it: docs/performance.md.)
+//   (kc from the A strip's share of L1 alone, 168 here, would make a 1024³ product pass over C 7
+//   times instead of 3; BM_tune times kc and nc around the model's choice.)
 //
 //   L1 → the narrow depth. What stays, the B panel, takes s = NR floats per step of p, what passes
 //   it (a strip of A) p = MR; sharing W₁ − 1 ways in proportion s : p, the panel gets
@@ -44,7 +43,7 @@
 //       w_A = W₂ − 1 − ⌈panel_kc·NR·4 / (N₂·line)⌉,  panel_mc = ⌊w_A · N₂ · line / (panel_kc · 4)⌋ rounded down to MR.
 //   Zen 3 (512 KiB, 8 ways): the panel is 20 KiB = 1 way, w_A = 6 → 6 · 1024 · 64 / 1280 = 307 → 306.
 //
-// The Intel Xeon of docs/performance.md (L1d 48 KiB 12-way, L2 2 MiB 16-way, AVX-512: NR = 32):
+// A core with L1d 48 KiB 12-way and L2 2 MiB 16-way, AVX-512 (NR = 32):
 // M = 262144, √524288 = 724 → kc = 720, nc = 364 → 352; panel_kc: w = ⌊11 · 32/38⌋ = 9 →
 // 9 · 64 · 64 / 128 = 288; the panel (36 KiB) takes 1 way of L2, w_A = 14 → panel_mc = 14 · 2048 · 64 /
 // 1152 = 1592 → 1590.
@@ -52,11 +51,11 @@
 // The fused kernel (simd/fused.cpp) is the narrow order with keys for depth: it packs a panel of V,
 // BC × NR floats, and runs every strip of its block of scores, BR × BC, over it, so BC = panel_kc.
 // (Its strips are TALL rows, 12 with AVX-512, where the L1 share above assumes MR: for them the
-// depth is one way of L1 deeper than their own share, 288 keys instead of 256 on the Xeon. The
-// fused tuning sweeps found 160 to 512 keys a tile within 3% of each other: docs/performance.md.)
+// depth is one way of L1 deeper than their own share, 288 keys instead of 256 on the 48 KiB L1
+// above; BM_tune sweeps the keys a tile around the model's choice.)
 // The score block is what stays in L2 between the three steps of a tile; it gets half of L2 (the
 // other half holds the block's rows of Q and O and the panel being packed): BR = ⌊L2/2 / (BC · 4)⌋.
-// Zen 3, AVX2: 262144 / 1280 = 204; the Xeon: 1048576 / 1152 = 910 → 906.
+// Zen 3, AVX2: 262144 / 1280 = 204; the 2 MiB L2 above: 1048576 / 1152 = 910 → 906.
 //
 // `attn --version` prints the caches found and these sizes; `scripts/dev tune` times a grid of
 // sizes around them and prints the best beside the model's choice.
@@ -217,7 +216,7 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
 GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const std::size_t NR) {
     // A B of at most 4 panels (α·V) runs in the narrow order, unless the tile is tall (AVX-512):
     // in a 12-row tile B's rows from L2 feed 24 FMAs each, and the wide order, which reads α once
-    // in strips instead of keeping a block of it in L2, won at every n measured (docs/performance.md).
+    // in strips instead of keeping a block of it in L2, is the faster one there (BM_matmul).
     const bool narrow = n <= 4 * NR && tall_rows(NR) == MR;
     const std::size_t most = std::max<std::size_t>(narrow ? b.panel_kc : b.kc, 1);
     // Depth blocks of equal size, at most `most`: k = 2048 with 288 makes 8 blocks of 256 rather

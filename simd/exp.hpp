@@ -23,19 +23,18 @@
 // The fused kernel uses 2^t: its scores carry the factor log₂e already (multiplied in with the scale,
 // at no cost), which spares each exponential the multiply by log₂e and the Cody–Waite steps: its loop
 // in exp2_and_sum does 11 vector operations a batch besides its load and store, where exp_and_sum's
-// does 15 (AVX-512 with vscalefps, GCC 12; 14 and 17 with the integer add, 16 and 19 when 2ⁿ was
-// built and multiplied); base 2 bought the fused core 1.02–1.03×, vscalefps and vreduceps 1.01–1.03×
-// more (docs/performance.md). The materialised softmax exponentiates the scores the
-// library returns, in natural units: e^x.
+// does 15 (AVX-512 with vscalefps, GCC 12; 14 and 17 with the integer add, 16 and 19 when 2ⁿ is
+// built and multiplied; BM_core/fused measures what each saves). The materialised softmax
+// exponentiates the scores the library returns, in natural units: e^x.
 //
 // Accuracy, against the double exp and exp2 for every float argument in [−88, 0] and [−127, 0]
-// (tests/test_simd.cpp, "softmax exp"): wherever the result is a normal float, e^x is at most
-// 0.99 ulp off with SSE2 and 1.01 ulp with AVX2 and AVX-512, 2^t at most 1.08 and 0.80 ulp (measured
-// on x86-64; the test fails above 1.25); where it is not, a value within FLT_MIN of it (0 at −∞;
-// with AVX-512, within one step of the smallest subnormal, 1.4·10⁻⁴⁵).
+// (tests/test_simd.cpp, "softmax exp"): wherever the result is a normal float, e^x and 2^t are
+// within 1.25 ulp (the test's bound; it prints the worst error of each instruction set); where it
+// is not, a value within FLT_MIN of it (0 at −∞; with AVX-512, within one step of the smallest
+// subnormal, 1.4·10⁻⁴⁵).
 // xsimd::exp costs more because it handles every x (range checks and selects for overflow, large and
 // positive arguments).
-// Measured in docs/performance.md ("Where the time goes" and "The fused kernel in base 2").
+// BM_softmax_rows measures the materialised softmax, BM_core/fused the kernel that uses 2^t.
 #pragma once
 
 #include <cstdint>

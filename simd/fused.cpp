@@ -20,16 +20,15 @@
 // In base 2. The kernel keeps its scores multiplied by log₂e: with t = s·log₂e, e^(s − m) = 2^(t − m·log₂e),
 // so every e^ above is a 2^ of scores that carry the factor already. It rides on the multiply by the
 // scale that the score tile does anyway, and spares every exponential its own multiply by log₂e and the
-// steps that keep that multiply exact (simd/exp.hpp): fused core 1.02–1.03× (docs/performance.md). m is
-// kept in the same units; ℓ and o are the same sums as before, so o/ℓ is unchanged.
+// steps that keep that multiply exact (simd/exp.hpp; BM_core/fused). m is kept in the same units;
+// ℓ and o are the same sums as before, so o/ℓ is unchanged.
 //
 // Causal: a block's keys end at its last row, so the tiles wholly in its future (about half of all
 // tiles) are never visited. In the tiles that cross the diagonal nothing is masked with −∞: each
 // row takes its maximum and exponentials only up to its own diagonal and gives the keys after it
 // weight 0, a strip of rows skips the panels of keys all in its future, and P·V stops at the
 // strip's last diagonal. The results are bit for bit those of masking the whole tile (the skipped
-// work only ever added zeros), and the causal core gains 1.07–1.23× at n = 16384 to 1024 (paired
-// runs, 2 threads, Intel Xeon with AVX-512; docs/performance.md).
+// work only ever added zeros); BM_core_long with causal:1 measures what the skipping saves.
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
 // (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')): fused_scratch_bytes(d_k) in simd/dispatch.cpp. Nothing grows with
@@ -70,8 +69,8 @@ struct Scratch {
 
 // Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
 // when that leaves a thread idle; BC = blocking.panel_kc keys per tile. Each block packs every
-// K/V tile it visits, so the packing cost is divided by BR: BR = 48 gave 225 GFLOP/s against ~275
-// for BR = 192 (n = 4096, 2 threads, AVX-512 machine of docs/performance.md).
+// K/V tile it visits, so the packing cost is divided by BR: the taller the block, the less of it
+// (BM_tune sweeps BR and BC around the cache model's choice).
 struct Problem {
     const Matrix &Q, &K, &V;
     float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
@@ -111,7 +110,7 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
 
 // [fused softmax] The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
 // The new maxima and the factors e^(m − m') are computed W rows at a time: one vector exp instead of a
-// call to std::exp per row and tile (1.9% of the kernel's time, perf at n = 4096).
+// call to std::exp per row and tile.
 // Causal: each row reads its scores only up to its diagonal; the keys after it get weight 0, which
 // is what e^(−∞) would give them.
 void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
@@ -179,14 +178,15 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     const std::size_t n = Q.rows();
     [[maybe_unused]] const bool team =
         use_team(threads, 2.0 * double(n) * double(K.rows()) * double(Q.cols() + V.cols()), (n + MR - 1) / MR);
-    // Balance: as many blocks as threads, or a multiple. (With 192-row blocks, n = 1024 made 6
-    // blocks, the last of 64 rows: one thread did 576 rows, the other 448.) Causal blocks cost more
+    // Balance: as many blocks as threads, or a multiple: otherwise a last, short block leaves a
+    // thread idle (192-row blocks cut n = 1024 into 6, so one thread did 576 rows and the other
+    // 448). Causal blocks cost more
     // the lower they are (block b visits b + 1 diagonals' worth of tiles), so a team cuts them 8 per
     // thread and hands them out dynamically, the most expensive first: whoever finishes early takes
     // the cheap ones at the end. But no causal block is cut below 256 rows (rounded up to MR) while
-    // that leaves 2 a thread: each block packs every K and V tile up to its diagonal, and at n = 256
-    // to 1024 the blocks of 18 to 64 rows spent more on that than the finer split saved (1.20–1.33×
-    // with the floor, paired runs, 2 threads, docs/performance.md). A row's result does not depend
+    // that leaves 2 a thread: each block packs every K and V tile up to its diagonal, and blocks of
+    // a few dozen rows spend more on that than the finer split saves (BM_core_long, causal:1, at
+    // n = 256 to 1024). A row's result does not depend
     // on the block it falls in: tiles start at multiples of BC, and a key in its future adds exactly 0.
     const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
     std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);

@@ -16,32 +16,24 @@
 //    - a wide B (more than 4 panels: X·W, S = Q·Kᵀ, 1024³): pack a kc×nc block of B's panels, which
 //      sits in L2; take the rows of A MR at a time (2·MR with AVX-512: microkernel.hpp's TALL), kc
 //      deep, a strip that sits in L1, and run each strip over every panel of the block. C is then
-//      written tile after tile along its rows. The other way round (one panel kept in L1 while
-//      every strip of A passes it, as BLIS does) takes each C tile from 6 rows far apart, new rows
-//      at every call, and the first loads of C stall the tile: at 1024³ about as much as 35 more
-//      steps of p per call (on a Zen 4 core), where along the rows the prefetchers see 6 streams
-//      and the tiles cost almost nothing. Measured: 1024³ product 1.09×, S = Q·Kᵀ 1.16–1.26× at
-//      n = 2048–4096 (every call of the old order began a new tile of S), one thread, AMD EPYC
-//      family 25 (docs/performance.md).
+//      written tile after tile along its rows, where the prefetchers see MR streams and each tile's
+//      first loads of C cost almost nothing. The other way round (one panel kept in L1 while every
+//      strip of A passes it, as BLIS does) takes each C tile from MR rows far apart, new rows at every
+//      call, and those first loads stall the tile (BM_matmul_square, BM_matmul_transposed).
 //    - a narrow B (α·V, d_v = 64: 2 panels of 32 with AVX-512, 4 of 16 with AVX2): keep one panel in
 //      L1 and run a block of A's rows (panel_mc of them, in L2) over it, the block read in place.
-//      The wide order loses here (α·V 0.79–0.96×, α's strips copied or not): with so few panels
-//      there are few C tiles, and it is A, n×n, that streams; kept in L2 for the panels' passes, the
-//      block of α is read from memory once. Copying α (a full read and write of the n×n matrix) cost
-//      more than it saved. That was with 6-row tiles (AMD EPYC family 25). AVX-512's 12-row tile
-//      runs α·V in the wide order too: there the block of α did not stay in L2 (2 MiB, with its
-//      rows n floats apart), while each strip of α, read once, feeds 24 FMAs per row of V; on an
-//      Intel Xeon (family 6 model 167), α·V 1.23× at n = 2048 and 1.7× at 4096, one thread.
+//      With so few panels there are few C tiles, and it is A, n×n, that streams; kept in L2 for the
+//      panels' passes, the block of α is read from memory once, where copying α (a full read and
+//      write of the n×n matrix) would cost more than it saves. AVX-512's tall tile runs α·V in the
+//      wide order instead: each strip of α, read once, then feeds 2·MR rows' FMAs per row of V,
+//      while a block of α whose rows lie n floats apart does not stay in L2 (BM_matmul).
 //    A is read in place in both orders. A strip whose rows are 4 KiB apart (k = 1024) keeps them in
 //    the same sets of L1, where the passing panel evicts them, and the next panel's call reads them
-//    again from L2; copying each strip to a contiguous buffer first cost more than that with AVX-512
-//    (in place 1.05× at 1024³; the copy, 11% of the time, is the first read of A from memory),
-//    the same with AVX2, and bought 1.035× with SSE2, whose strips are 512 deep.
+//    again from L2; copying each strip to a contiguous buffer first would avoid that, but the copy is
+//    the first read of A from memory, and with AVX2 and AVX-512 it cost more than it saved
+//    (BM_gemm_steps).
 //
-// What each step bought (BM_gemm_steps, 1024³, one thread, AVX-512 machine of docs/performance.md,
-// whose FMA peak measured 212 GFLOP/s):
-//     i-j-k 0.43 GFLOP/s → i-k-j scalar 6.1 (14×) → i-k-j xsimd 40 (6.6×) → register tile 126 (3.1×)
-//     → packed panels and cache blocks 184 (1.5×, 86% of peak).
+// What each step buys is BM_gemm_steps (1024³, one thread): docs/performance.md's ladder of the GEMM.
 //
 // The same code computes A·Bᵀ: only the packing differs. A panel of Bᵀ is read from NR rows of B,
 // so S = Q·Kᵀ never builds Kᵀ; the transposition happens one small panel at a time while packing.
@@ -58,8 +50,8 @@ namespace attn::simd::ATTN_ISA {
 namespace {
 
 // The packing buffer of B's panels is allocated once per calling thread (the team shares the
-// caller's) and reused by later calls: fresh memory costs ~1 ms per MiB to touch for the first time
-// on this machine, more than packing itself.
+// caller's) and reused by later calls: touching fresh memory for the first time costs more than
+// packing itself (BM_core_fresh against BM_core).
 float* packing_buffer(std::size_t floats) {
     thread_local ScratchBuffer buffer;
     if (buffer.size() < floats) grow_exactly(buffer, floats);

@@ -7,8 +7,8 @@
 //     c_r· += a_rp · b_p·        for r = 0..5, all NR columns at once
 //
 // 8 loads feed 12 FMAs (192 flops with AVX2), and C is read and written once per call instead of
-// once per p. Measured (BM_gemm_steps, 1024³, one thread): i-k-j with vectors 40 GFLOP/s, this
-// tile run straight on B 126 GFLOP/s (3.1×), on packed panels inside cache blocks 184 GFLOP/s.
+// once per p. BM_gemm_steps measures the tile against the vector loops before it and the packed,
+// blocked product after it; BM_tile_in_l1, the tile alone with all its data in L1.
 #pragma once
 
 #include <algorithm>
@@ -23,9 +23,8 @@ inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two b
 
 // Rows of the tile of the wide GEMM and of the fused kernel (blocking.hpp): 12 with AVX-512. In a
 // 12-row tile each loaded row of B serves twice the FMAs it does in a 6-row one, which matters most
-// in the wide order, where B's panels stream from L2. Measured (paired runs, Intel Xeon family 6 model 167, AVX-512, L1d
-// 48 KiB, L2 2 MiB): 1024³ product 1.065–1.10×, S = Q·Kᵀ 1.03–1.10× at n = 1024–4096 (one thread);
-// fused core 1.011–1.022× at n = 1024–16384 (two threads; docs/performance.md).
+// in the wide order, where B's panels stream from L2 (BM_tile_in_l1 with rows 6 and 12; in use,
+// BM_matmul_square, BM_matmul_transposed and BM_core/fused).
 inline constexpr std::size_t TALL = tall_rows(NR);
 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
@@ -36,7 +35,7 @@ inline constexpr std::size_t TALL = tall_rows(NR);
 // what makes the result independent of how rows are split between threads.
 // Never inlined: on its own, each height's loop has every pointer and bound in a register. Inlined
 // into gemm()'s loop nest, GCC 12 kept the one-row loop's end pointer on the stack (one reload per
-// step; tests/checks/count_spills.py found it for -march=native on an AMD EPYC family 25 host).
+// step; tests/checks/count_spills.py finds such reloads).
 // [fast microkernel]
 template <std::size_t R>
 [[gnu::noinline]] void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
@@ -45,10 +44,9 @@ template <std::size_t R>
     // loads and stores below are the same for every tile. With three ways in (zeros, C, the copy)
     // and the loops over r left rolled, GCC 12 kept acc[][] in memory: 12 vector stores and reloads
     // before the p loop and after it, on every call. One way in, the r loops unrolled: the
-    // accumulators stay in registers, worth 1.02× to the fused core and 1.016× to the 1024³ product
-    // (one thread, paired runs, AMD EPYC family 26 with AVX-512, docs/performance.md). Every r loop
-    // is unrolled for up to 16 rows: at 8, both compilers kept the 12-row tile's acc[][] in memory
-    // (GCC across the stores after the p loop, Clang in the p loop itself).
+    // accumulators stay in registers (tests/checks/count_spills.py fails on a vector spill here).
+    // Every r loop is unrolled for up to 16 rows: at 8, both compilers kept the 12-row tile's
+    // acc[][] in memory (GCC across the stores after the p loop, Clang in the p loop itself).
     alignas(64) float edge[R * NR];
     float* tile = c;
     std::size_t ldt = ldc;

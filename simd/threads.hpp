@@ -11,13 +11,11 @@
 
 namespace attn::simd {
 
-// Work below which a team is not started: about 100 µs of arithmetic on one core. Starting and
-// joining a team costs a few µs on an idle machine, but when the other core is busy a spinning
-// partner can hold a tiny job much longer (a 1×2.6M input took 8–15 s against 19 ms on one thread).
-// Measured with the threshold set to 0 (BM_core_small, d = 64, medians of 5; Intel Xeon family 6
-// model 207, AVX-512, 2 vCPUs, L1d 48 KiB, L2 2 MiB per core): parallel/simd time was 1.04–1.16 at
-// n = 16–32, 0.91–1.16 at n = 64–96, 0.98 at n = 128 (4.2 MFLOP), 0.82 at n = 192 (9.4 MFLOP) and
-// 0.75 at n = 512. Two threads stop losing around 4 MFLOP and start winning by 9.
+// Work below which a team is not started: 4 MFLOP, a small fraction of a millisecond on one core.
+// Starting and joining a team costs a few microseconds on an idle machine, but when the other core
+// is busy a spinning partner can hold a tiny job far longer than the job itself. With the threshold
+// set to 0, BM_core_small (parallel against simd, d = 64, n = 16 … 512) shows where two threads
+// stop losing: around 4 MFLOP (n ≈ 128).
 inline constexpr double min_parallel_flops = 4.0e6;
 
 // Start a team only when asked to, when there is enough work, and when it splits into ≥ 2 pieces.

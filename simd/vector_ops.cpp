@@ -81,7 +81,7 @@ float largest(Float* x, std::size_t n, float scale) {
         m = xsimd::max(m, v);
     }
     // The lanes by shuffles (all_lanes_max), the tail by plain comparisons, inlined (std::fmax is a
-    // call into libm: 17 of them a row were 1.5% of the fused kernel's time, perf at n = 4096).
+    // call into libm, a dozen of them a row, on every row of every tile of the fused kernel).
     float result = all_lanes_max(m).get(0);
     for (; k < n; ++k) {
         if constexpr (scale_first) x[k] *= scale;
@@ -100,9 +100,8 @@ namespace {
 
 // x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax, 2^ for the
 // fused kernel's scores, which carry log₂e (simd/exp.hpp). The exponential takes W lanes at once with a
-// polynomial, within 1.1 ulp (tests/test_simd.cpp). The whole vectorised softmax, of which this is
-// most of the work, runs in 0.32 ns per element against 6.3 ns for the std::exp loop
-// (BM_softmax_rows, n = 1024, AVX-512, AMD EPYC family 25, 2026-12-01).
+// polynomial, within 1.25 ulp (tests/test_simd.cpp). BM_softmax_rows measures the whole vectorised
+// softmax, of which this is most of the work, against the naive std::exp loop.
 template <Batch (*exponential)(Batch)>
 float exponentials_and_sum(std::span<float> x, float shift) {
     const Batch s(shift);

@@ -327,8 +327,8 @@ TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory lots", "--max-memory takes a size");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --backend quantum",
                   "--backend must be naive, simd, parallel or fused");
-    // An empty --out is refused as an option before any work (it used to fail after the computation
-    // with "attn: error: : cannot create directory").
+    // An empty --out is refused as an option before any work, not after the computation with a
+    // message that names an empty directory.
     const RunResult empty_out = run_attn("run --q " + q + " --k " + k + " --v " + v + " --out ''");
     CHECK(empty_out.status == 2);
     CHECK_THAT(empty_out.err, Contains("attn: error: run: --out needs a directory name"));

@@ -199,9 +199,8 @@ TEST_CASE("a closed pipe ends attn with exit 2 and a message, not a silent SIGPI
     CHECK_THAT(line, StartsWith("attn: error: could not write the output"));
 }
 
-// OMP_NUM_THREADS=1000 used to make --backend fused refuse a 2×3 problem under 64M: it charged
-// scratch for 1000 threads, where one runs (too little work for a team) and never more than one per
-// block of rows starts.
+// Scratch is charged for the threads that will run: one for a 2×3 problem (too little work for a
+// team), and never more than one per block of rows, whatever OMP_NUM_THREADS asks for.
 TEST_CASE("the fused backend is charged for the threads that run, not for OMP_NUM_THREADS", "[cli][limits]") {
     const TempDir dir;
     const std::string q = dir.file("q.npy", Matrix(2, 3, 0.5f));
@@ -214,9 +213,9 @@ TEST_CASE("the fused backend is charged for the threads that run, not for OMP_NU
     CHECK(attn::simd::fused_team_size(13, 100000, 64, 64) <= 3);  // 13 rows: at most 3 strips of 6
 }
 
-// A CSV line of five million values under --max-memory 40M ran with a peak of 142–207 MiB: the
-// reader held a view of every field, a growing vector and the file's text, none of it charged. The
-// reader now charges its text and its values before it holds them. The process's peak resident
+// A CSV line of five million values under --max-memory 40M: a reader holding a view of every field,
+// a growing vector and the file's text uncharged would peak far above the limit. The reader charges
+// its text and its values before it holds them. The process's peak resident
 // memory may exceed the limit only by the program itself (`attn --version` peaks at about 5 MiB).
 // It is measured by a small Python parent (resource.RUSAGE_CHILDREN): a child forked from this test
 // would count this process's own pages, held until its exec, in its peak.
@@ -291,10 +290,10 @@ std::vector<std::string> hidden_files(const std::filesystem::path& dir) {
 
 }  // namespace
 
-// Without RENAME_EXCHANGE (NFS, vfat, FUSE), the old file was renamed aside before the new one was
-// renamed in, and a reader polling output.npy found no file between the two. Every rename now keeps
-// output.npy in place; the old file's second name (a hard link, or a copy where there are none)
-// is what a failed pair is rolled back from.
+// Without RENAME_EXCHANGE (NFS, vfat, FUSE), renaming the old file aside before renaming the new one
+// in would leave a reader polling output.npy an instant with no file. Every rename keeps output.npy
+// in place; the old file's second name (a hard link, or a copy where there are none) is what a
+// failed pair is rolled back from.
 TEST_CASE("attn run --out without RENAME_EXCHANGE: output.npy never goes missing, and a failure still rolls back",
           "[cli][limits][output]") {
     const TempDir dir;
@@ -327,9 +326,9 @@ TEST_CASE("attn run --out without RENAME_EXCHANGE: output.npy never goes missing
     }
 }
 
-// The directory was used by path after it was opened: swapped for a symlink between the temporaries
-// and the renames, the renames went through the link, failed, and the cleanup (by path again) left
-// the temporary in the moved directory. Everything is now relative to the locked directory's
+// A directory used by path after it was opened, then swapped for a symlink between the temporaries
+// and the renames, would send the renames through the link and leave the temporary behind in the
+// moved directory. Everything is relative to the locked directory's
 // descriptor: the run finishes in the directory it locked and leaves nothing anywhere else.
 TEST_CASE("attn run --out: a directory swapped for a symlink mid-run is never written through",
           "[cli][limits][output]") {
@@ -355,8 +354,8 @@ TEST_CASE("attn run --out: a directory swapped for a symlink mid-run is never wr
 }
 
 // With --out the results are the files; the status line on standard output only reports them. A
-// status line that cannot be written (a full disk, a closed descriptor) used to turn a run whose
-// files were replaced into exit 2, telling a script to roll back data that was in fact new.
+// status line that cannot be written (a full disk, a closed descriptor) must not turn a run whose
+// files were replaced into exit 2, which would tell a script to roll back data that is in fact new.
 TEST_CASE("attn run --out: the exit status says what happened to the files, not to the status line",
           "[cli][limits][output]") {
     const TempDir dir;
@@ -378,7 +377,8 @@ TEST_CASE("attn run --out: the exit status says what happened to the files, not 
     check_refused(run_attn("run --q " + q + " --k " + q + " --v " + q + " >/dev/full"), "could not write the output");
 }
 
-// The message was a C string: a NUL in a CSV value cut it at the NUL ("('1" with no closing quote).
+// A message is read as a C string (what()): a NUL inside it would cut it short ("('1" with no
+// closing quote), so it is written as \x00 like every control character.
 TEST_CASE("a NUL byte in a CSV value is shown as \\x00, and the message goes on past it", "[cli][limits]") {
     const TempDir dir;
     const std::string q = dir.file("q.npy", Matrix(2, 2, 1.0f));
@@ -390,8 +390,8 @@ TEST_CASE("a NUL byte in a CSV value is shown as \\x00, and the message goes on 
                   "later.csv: line 2, value 2 is not a number: '\\x00'");
 }
 
-// OMP_THREAD_LIMIT caps every parallel region; --version (and the budget, which uses the same
-// count) ignored it: "2 threads" where one ran.
+// OMP_THREAD_LIMIT caps every parallel region, and omp_get_max_threads() does not know it: --version
+// (and the budget, which uses the same count) must say what a region really gets.
 TEST_CASE("attn --version reports the threads a parallel region gets, OMP_THREAD_LIMIT included", "[cli][limits]") {
     if (!attn::build_info().openmp) {
         WARN("no OpenMP in this build: attn --version says so, and there is no thread count to check");

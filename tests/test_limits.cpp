@@ -112,13 +112,13 @@ TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones
                       Contains("r.csv: line 1, value 2 ('1e39') is outside the range of float32"));
     CHECK_THROWS_WITH(attn::parse_csv("1,2\n3,-4e38\n", "r.csv"), Contains("line 2, value 2 ('-4e38')"));
     CHECK_THROWS_WITH(attn::parse_csv("1e400\n", "r.csv"), Contains("outside the range of float32"));
-    // first value of a row out of range: this one used to read an uninitialised float
+    // first value of a row out of range: refused before any uninitialised float is read
     CHECK_THROWS_WITH(attn::parse_csv("1,2\n1e39,5\n", "r.csv"), Contains("line 2, value 1"));
     CHECK(attn::parse_csv("7,1e-50,3\n", "r.csv") == Matrix{{7.0f, 0.0f, 3.0f}});  // as numpy.float32(1e-50)
     // Below double's smallest too: the same 0 (these were refused as "outside the range of float32").
     CHECK(attn::parse_csv("1e-400,2e-324,1e-46\n", "r.csv") == Matrix{{0.0f, 0.0f, 0.0f}});
     CHECK(attn::parse_csv("-1e-400\n", "r.csv")(0, 0) == 0.0f);
-    // One sign at most, as NumPy and Python read numbers ("+-1" used to be read as -1).
+    // One sign at most, as NumPy and Python read numbers ("+-1" is not -1).
     CHECK_THROWS_WITH(attn::parse_csv("1,+-1\n", "r.csv"), Contains("value 2") && Contains("'+-1'"));
     CHECK_THROWS_WITH(attn::parse_csv("+-0\n", "r.csv"), Contains("not numeric ('+-0')"));
     CHECK_THROWS_WITH(attn::parse_csv("++1\n", "r.csv"), Contains("not numeric ('++1')"));
@@ -232,8 +232,8 @@ TEST_CASE("a symlink planted beside the target is never written through", "[limi
     const TempDir dir;
     const Matrix victim_m(1, 1, 5.0f), m(2, 2, 1.0f);
     const std::string victim = dir.file("victim.npy", victim_m);
-    // The old temporary name was predictable: target + ".tmp-" + pid. Plant links at that name and
-    // at every name the new scheme could pick if it followed links (it creates with O_EXCL).
+    // A predictable temporary name (target + ".tmp-" + pid) could be planted: plant links at that
+    // name and at the target itself; temporaries are random and created with O_EXCL.
     std::filesystem::create_symlink(victim, dir.at("output.npy.tmp-" + std::to_string(::getpid())));
     std::filesystem::create_symlink(victim, dir.at("output.npy"));  // even the target itself is a link
     CHECK_THROWS_WITH(attn::write_npy_files({{dir.at("output.npy"), &m}}), Contains("not a regular file"));
@@ -303,8 +303,8 @@ TEST_CASE("a signal ignored at start stays ignored; the others get the handler",
     CHECK(exit_status_of(child) == 0);
 }
 
-// `ulimit -f` during a write: SIGXFSZ used to kill the process (status 153) and leave the partial
-// temporary; now the write fails as any other write does, and nothing is left.
+// `ulimit -f` during a write: SIGXFSZ would kill the process (status 153) and leave the partial
+// temporary; the write must fail as any other write does, and leave nothing.
 TEST_CASE("a write past the file-size limit is a write error, and leaves no temporary", "[limits][output]") {
     const TempDir dir;
     const Matrix big(512, 512, 1.0f);  // 1 MiB of floats, past a 64 KiB limit
@@ -365,8 +365,8 @@ TEST_CASE("a result that is one of its own inputs is refused, on every backend",
     }
 }
 
-// The old file used to be renamed aside before the new one was renamed in, so a
-// reader polling the target found it missing, hundreds of times over a hundred replacements.
+// Renaming the old file aside before renaming the new one in would leave a reader polling the target
+// an instant with no file, hundreds of times over a hundred replacements.
 TEST_CASE("a reader polling a file being replaced always finds it", "[limits][output]") {
     const TempDir dir;
     const Matrix m(64, 64, 1.0f);
@@ -385,9 +385,9 @@ TEST_CASE("a reader polling a file being replaced always finds it", "[limits][ou
     CHECK(exit_status_of(reader) == 0);  // the number of times output.npy was missing
 }
 
-// Two runs writing the same directory used to mix their pairs (output.npy from one, attn.npy from
-// the other). Writers now hold an flock on the directory from the first temporary to the last
-// rename; a reader that takes the same lock must always find both files from one write.
+// Two runs writing the same directory could mix their pairs (output.npy from one, attn.npy from
+// the other). Writers hold an flock on the directory from the first temporary to the last rename;
+// a reader that takes the same lock must always find both files from one write.
 TEST_CASE("concurrent writers of one directory never leave a mixed pair", "[limits][output]") {
     const TempDir dir;
     const auto write_pair = [&](float id) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Measure issue 21's speed targets on this machine: each as a percentage of the FMA peak of the same moment.
+"""Measure the project's speed targets on this machine: each as a percentage of the FMA peak of the same moment.
 
     /usr/bin/python3 bench/tools/check_targets.py [--bench build/bench_attention] [--rounds 5] [--min-time 0.5]
                                               [--isa avx2] [--json out.json]
@@ -16,9 +16,8 @@ figure is the median over the rounds of those percentages, printed with the lowe
 
 Below the targets, two rows with no target: the register tile alone with all its data in L1
 (BM_tile_in_l1, 6 and 12 rows), measured the same way against the 1-thread peak. No product can run
-faster than its tile, and that ceiling moves with the host: on one Intel Xeon it read 78–87% in one
-hour and 87–93.5% in another (docs/performance.md). A target above the ceiling of the hour it was
-measured in says more about the hour than about the code.
+faster than its tile, and on a shared host that ceiling itself moves from one hour to the next: a
+target above the ceiling of the hour it was measured in says more about the hour than about the code.
 
 The first lines name the machine as the benchmark binary saw it (CPU model, instruction set,
 caches, block sizes): a percentage says nothing about a CPU it was not measured on.
@@ -42,13 +41,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class Target:
-    what: str        # as issue 21 words it
+    what: str        # how the target is worded
     benchmark: str   # the Google Benchmark name, without /real_time
     threads: int     # OMP_NUM_THREADS for the run, and which peak it is measured against
     percent: float | None  # at least this share of the peak; None: a ceiling, measured beside them
 
 
-# Issue 21, "the last 30% of the peak" (d = 64; causal cores count the flops they do: half).
+# The last 30% of the peak (d = 64; causal cores count the flops they do: half).
 TARGETS = [
     Target("fused core, n = 1024", "BM_core/fused/n:1024/d:64", 2, 75),
     Target("fused core, n = 2048", "BM_core/fused/n:2048/d:64", 2, 80),

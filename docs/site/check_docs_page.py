@@ -137,16 +137,16 @@ def live_screenshots(profile, out, name, shots, timeout=60):
     saved = []
     try:
         deadline = time.monotonic() + timeout
-        session = browser.attach(deadline)
-        browser.wait_for(session, "window.workedExampleReady !== undefined", deadline)
+        tab = browser.attach(deadline)
+        browser.wait_for(tab, "window.workedExampleReady !== undefined", deadline)
         typing = ("(value, target) => { const c = document.querySelector('.editor input[data-m=\"W_Q\"][data-i=\"0\"][data-j=\"0\"]');"
                   " c.value = value; c.dispatchEvent(new Event('input', {bubbles: true}));"
                   " document.querySelector(target).scrollIntoView(); return true; }")
         for state, value, target in (("overflowed", "3e19", ".variant .aside"), ("refused", "1e40", ".editor .error")):
-            browser.evaluate(session, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
+            browser.evaluate(tab, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
             time.sleep(0.3)
             shot = shots / f"{name.removesuffix('.html')}-{state}.png"
-            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", session)["data"]))
+            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", tab)["data"]))
             saved.append(shot)
     finally:
         browser.close()
@@ -197,9 +197,9 @@ class DevTools:
         os.close(from_browser)
         self.timeout, self.pending, self.last_id = timeout, b"", 0
 
-    def call(self, method, session=None, **params):
+    def call(self, method, tab=None, **params):
         self.last_id += 1
-        message = {"id": self.last_id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+        message = {"id": self.last_id, "method": method, "params": params, **({"sessionId": tab} if tab else {})}
         os.write(self.to_browser, json.dumps(message).encode() + b"\0")
         while True:
             while b"\0" not in self.pending:
@@ -217,21 +217,21 @@ class DevTools:
                 return answer["result"]
 
     def attach(self, deadline):
-        """A session on the browser's page, once it has one (None if not by `deadline`)."""
+        """The browser's page to talk to (its DevTools sessionId), once it has one (None if not by `deadline`)."""
         pages = []
         while not pages and time.monotonic() < deadline:
             pages = [t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
             time.sleep(0.05)
         return self.call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)["sessionId"] if pages else None
 
-    def evaluate(self, session, expression):
-        return self.call("Runtime.evaluate", session, returnByValue=True, expression=expression)["result"].get("value")
+    def evaluate(self, tab, expression):
+        return self.call("Runtime.evaluate", tab, returnByValue=True, expression=expression)["result"].get("value")
 
-    def wait_for(self, session, expression, deadline):
+    def wait_for(self, tab, expression, deadline):
         """The value of `expression` in the page once it is truthy, asked every 0.1 s (None at `deadline`)."""
         while time.monotonic() < deadline:
             try:
-                value = self.evaluate(session, expression)
+                value = self.evaluate(tab, expression)
                 if value:
                     return value
             except RuntimeError:  # no page to evaluate in yet (it is still being loaded): ask again
@@ -263,9 +263,9 @@ def probe_real_time(profile, out, name, script, report_id, timeout=60):
     found = None
     try:
         deadline = time.monotonic() + timeout
-        session = browser.attach(deadline)
-        if session:
-            found = browser.wait_for(session, f"(document.getElementById('{report_id}') || {{}}).textContent", deadline)
+        tab = browser.attach(deadline)
+        if tab:
+            found = browser.wait_for(tab, f"(document.getElementById('{report_id}') || {{}}).textContent", deadline)
     finally:
         browser.close()
         copy.unlink()

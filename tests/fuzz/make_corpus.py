@@ -70,7 +70,7 @@ def claimed_shape(rows, cols):
 
 pipeline("zero_width_2e32.bin", 0, [claimed_shape(2**32, 0)] * 3)
 pipeline("zero_width_layer.bin", 16, [claimed_shape(2**62, 0)] + [claimed_shape(0, 4)] * 3)
-# No depth but many keys: the GEMM's block sizes for a product with k = 0 divided by zero (found by
-# the fuzzer, 2026-12-01).
+# No depth but many keys: a product with k = 0 must not divide the GEMM's block sizes by zero (an
+# input the fuzzer found).
 pipeline("zero_depth_many_keys.bin", 0, [claimed_shape(0, 0)] + [claimed_shape(2**32, 0)] * 2)
 pipeline("overflow.bin", 0, [npy_bytes([[3e38, -3e38]]), npy_bytes([[1, -1]]), npy_bytes([[1, 2]])])
