@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
@@ -275,7 +276,9 @@ namespace {
 // Under an emulator the preload is handed to the emulated program (QEMU_SET_ENV), not the emulator.
 // AddressSanitizer wants its runtime first among the preloads; the shim is not instrumented.
 std::string with_shim(const std::string& settings) {
-    const std::string shim = std::getenv("ATTN_FS_SHIM");
+    const char* path = std::getenv("ATTN_FS_SHIM");
+    if (!path) throw std::runtime_error("ATTN_FS_SHIM is not set (tests/meson.build sets it to the built fs_shim)");
+    const std::string shim = path;
     const std::string preload = std::getenv("ATTN_WRAPPER") ? "QEMU_SET_ENV=LD_PRELOAD=" + shim : "LD_PRELOAD=" + shim;
     return settings + " " + preload + " ASAN_OPTIONS=\"${ASAN_OPTIONS}:verify_asan_link_order=0\"";
 }
