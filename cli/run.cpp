@@ -129,16 +129,8 @@ public:
         : names_(o.x ? Names{{"X", *o.x}, {"W_Q", *o.wq}, {"W_K", *o.wk}, {"W_V", *o.wv}}
                      : Names{{"Q", *o.q}, {"K", *o.k}, {"V", *o.v}}) {
         for (const auto& name : names_) files_ += (files_.empty() ? "" : ", ") + name.second;
-        for (const auto& [matrix, file] : names_) {
-            std::string& label = matrix == "X"     ? operands_.X
-                                 : matrix == "W_Q" ? operands_.W_Q
-                                 : matrix == "W_K" ? operands_.W_K
-                                 : matrix == "W_V" ? operands_.W_V
-                                 : matrix == "Q"   ? operands_.Q
-                                 : matrix == "K"   ? operands_.K
-                                                   : operands_.V;
-            label = file;
-        }
+        if (o.x) operands_ = {.X = *o.x, .W_Q = *o.wq, .W_K = *o.wk, .W_V = *o.wv};
+        else operands_ = {.Q = *o.q, .K = *o.k, .V = *o.v};
     }
     const Names& in_order() const { return names_; }
     const OperandNames& operands() const { return operands_; }

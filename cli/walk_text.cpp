@@ -18,8 +18,8 @@ const char* scaling_note(Lang l, Scale scale) {
                       "training can hardly teach a row to spread its attention (attn exercise 1 shows it).",
                       "若 $q$、$k$ 各有 $d_k$ 个独立的单位方差分量，则 $Var(q·k) = d_k$；除以 $√d_k$ 使方差回到 "
                       "1，softmax 不会随 $d_k$ 增大而饱和。课程把这一步视为保证数值稳定的必要措施，而不是可有可无的"
-                      "技巧：若不缩放，分数随 $d_k$ 变大，softmax 的输出接近 one-hot，梯度几乎消失，训练很难让一行"
-                      "把注意力分散到多个词上（attn exercise 1 有实测）。");
+                      "技巧：若不缩放，分数随 $d_k$ 变大，softmax 的输出接近 one-hot，梯度几乎消失，训练很难让一个"
+                      "词的注意力分散到多个词上（attn exercise 1 有实测）。");
         case Scale::dk:
             return tr(l,
                       "dividing by $d_k$ instead leaves $Var(S'_ij) = d_k/d_k² = 1/d_k$: the larger $d_k$, the closer "
