@@ -36,7 +36,7 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
     const Backend b = options.backend;
     Matrix& S = out.weights;  // one n×m buffer: S, then S', then α (each step overwrites the one before)
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
-    backends::scores_into(Q, K, S, b);
+    backends::matmul_transposed_into(Q, K, S, b);
     // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
     //   why: for independent unit-variance entries, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
     const backends::ScaledScores S_scaled = backends::scale(S, scale_factor(options.scale, Q.cols()), b);
@@ -68,11 +68,12 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
                                        const AttentionOptions& options, AttentionResult& out) {
     guards::check_attention_shapes(Q, K, V, options, out);
     if (options.budget)
-        charge(*options.budget, backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend));
+        charge(*options.budget, backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend,
+                                                            options.keep_for_backward));
     guards::check_attention_values(Q, K, V, options);  // float range, before any work
     const float scale = scale_factor(options.scale, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
-    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options.causal, out);
+    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options.causal, options.keep_for_backward, out);
     attention_steps_3_to_6(Q, K, V, options, out);
 }
 
@@ -84,7 +85,7 @@ AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOpt
         guards::check_projection_shapes(X, W_Q_, options.names);
         const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
         charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
-        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend));
+        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward));
         stages.budget = nullptr;  // charged: the stages below allocate nothing else
     }
     const Projections p = project(X, stages);

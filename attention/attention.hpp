@@ -41,6 +41,14 @@ AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, c
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
                                        const AttentionOptions& options, AttentionResult& out);
 
+// The backward of the core (attention/backward.cpp): given dO = ∂L/∂O (n×d_v) for some loss L, the
+// gradients dQ, dK, dV. `forward` is what scaled_dot_product_attention returned for these Q, K, V and
+// options (with options.keep_for_backward on the fused backend). With options.budget, every buffer
+// is charged before the first gradient is computed.
+AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                         const AttentionResult& forward, const Matrix& dO,
+                                                         const AttentionOptions& options = {});
+
 // The lesson's SingleHeadAttention: three projection matrices and a forward pass.
 class SingleHeadAttention {
 public:
@@ -56,6 +64,16 @@ public:
         Matrix Q, K, V;
     };
     Projections project(const Matrix& X, const AttentionOptions& options = {}) const;
+
+    // The backward of forward (attention/backward.cpp): from dO = ∂L/∂O, the gradients of L with
+    // respect to the weights (what training changes) and to X, and on the way to Q, K and V.
+    // `projections` and `result` are project(X, options) and the core's result for them.
+    struct Gradients {
+        Matrix dX, dW_Q, dW_K, dW_V;
+        AttentionGradients qkv;  // dQ, dK, dV
+    };
+    Gradients backward(const Matrix& X, const Projections& projections, const AttentionResult& result,
+                       const Matrix& dO, const AttentionOptions& options = {}) const;
 
     const Matrix& W_Q() const { return W_Q_; }
     const Matrix& W_K() const { return W_K_; }

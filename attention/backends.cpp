@@ -23,16 +23,17 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
     simd::matmul_into(A, B, C, threads_of(backend));
 }
 
-void scores_into(const Matrix& Q, const Matrix& K, Matrix& S, Backend backend) {
-    if (backend == Backend::naive) {  // the formula as written: build Kᵀ, then multiply
-        check_matmul_transposed_shapes("matmul_transposed", Q, K);
-        return matmul_into(Q, transpose(K), S);
+void matmul_transposed_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
+    if (backend == Backend::naive) {  // the formula as written: build Bᵀ, then multiply
+        check_matmul_transposed_shapes("matmul_transposed", A, B);
+        return matmul_into(A, transpose(B), C);
     }
-    simd::matmul_transposed_into(Q, K, 1.0f, S, threads_of(backend));  // panels of Kᵀ packed from rows of K
+    simd::matmul_transposed_into(A, B, 1.0f, C, threads_of(backend));  // panels of Bᵀ packed from rows of B
 }
 
 ScaledScores scale(Matrix& S, float factor, Backend backend) {
-    if (backend != Backend::naive) return {S, factor};  // multiplied in step 5's kernel, as it reads S
+    // multiplied later: the forward's in step 5's kernel as it reads S, the backward's on grad 3's thin results
+    if (backend != Backend::naive) return {S, factor};
     scale_in_place(S, factor);
     return {S, 1.0f};
 }
@@ -53,9 +54,55 @@ Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend) {
 }
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
-                          AttentionResult& out) {
+                          bool keep_for_backward, AttentionResult& out) {
     out.weights.resize_for_overwrite(0, 0);
-    simd::fused_attention_into(Q, K, V, scale, causal, out.output, simd::Threads::all);
+    out.log_sum_exp.resize_for_overwrite(keep_for_backward ? Q.rows() : 0, keep_for_backward ? 1 : 0);
+    simd::fused_attention_into(Q, K, V, scale, causal, out.output, keep_for_backward ? out.log_sum_exp.data() : nullptr,
+                               simd::Threads::all);
+}
+
+namespace {
+
+// C = factor·Aᵀ·B. The naive backend builds Aᵀ, as the formula reads (its factor is always 1: it
+// multiplied dS itself). The fast kernels multiply row-major A·B and A·Bᵀ, so they take Aᵀ·B as
+// (Bᵀ·A)ᵀ: in the backward A is the large one (α or dS, n×m; X, n×d_model) and B thin (n×d), so
+// both transposes are of thin matrices (d×n and d×m), never of the n×m one.
+void factor_transposed_matmul_into(const Matrix& A, float factor, const Matrix& B, Matrix& C, Backend backend) {
+    check_same_rows("transposed_matmul", "A", A, "B", B);
+    if (backend == Backend::naive) return matmul_into(transpose(A), B, C);
+    Matrix product;  // Bᵀ·A (d×m), thin
+    simd::matmul_into(transpose(B), A, product, threads_of(backend));
+    C.resize_for_overwrite(product.cols(), product.rows());
+    for (std::size_t i = 0; i < C.rows(); ++i)  // transposed back, the factor applied on the way
+        for (std::size_t j = 0; j < C.cols(); ++j) C(i, j) = factor * product(j, i);
+}
+
+}  // namespace
+
+void transposed_matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend) {
+    factor_transposed_matmul_into(A, 1.0f, B, C, backend);
+}
+
+void transposed_matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend) {
+    factor_transposed_matmul_into(A.S, A.factor, B, C, backend);
+}
+
+void softmax_gradient_in_place(const Matrix& alpha, Matrix& dA, Backend backend) {
+    if (backend == Backend::naive) return softmax_gradient_rows_in_place(alpha, dA);
+    check_same_shape("softmax_gradient", "α", alpha, "dα", dA);
+    simd::softmax_gradient_rows_in_place(alpha, dA, threads_of(backend));
+}
+
+void matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend) {
+    matmul_into(A.S, B, C, backend);
+    if (A.factor != 1.0f) scale_in_place(C, A.factor);  // the deferred factor, on the thin result (n×d)
+}
+
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
+                                   const Matrix& dO, float scale, bool causal, AttentionGradients& out) {
+    simd::fused_attention_backward_into(Q, K, V, forward.output, dO,
+                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, causal,
+                                        out.dQ, out.dK, out.dV, simd::Threads::all);
 }
 
 namespace {
@@ -82,10 +129,12 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
     return buffers;
 }
 
-std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend) {
+std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
+                                      bool keep_for_backward) {
     const std::string on = " on the " + to_string(backend) + " backend";
     std::vector<Buffer> buffers;
     if (backend == Backend::fused) {
+        if (keep_for_backward) buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
         const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
         buffers.push_back({"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                                ", one score block and two panels each)",
@@ -99,6 +148,58 @@ std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t 
                                packing_of(simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v))});
     }
     buffers.push_back({of("O", n, d_v) + " of step 6", matrix_bytes(n, d_v)});
+    return buffers;
+}
+
+std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                               Backend backend) {
+    const std::string on = " on the " + to_string(backend) + " backend";
+    std::vector<Buffer> buffers = {{of("dQ", n, d_k) + " of grad 3", matrix_bytes(n, d_k)},
+                                   {of("dK", m, d_k) + " of grad 3", matrix_bytes(m, d_k)},
+                                   {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
+    if (backend == Backend::fused) {
+        const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
+        buffers.push_back({"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
+                               ", two tiles and a panel each)",
+                           checked_product(simd::fused_backward_scratch_bytes(d_k, d_v), team, "fused backward scratch")});
+        buffers.push_back({of("L and D", n, 2) + " of the fused backward", matrix_bytes(n, 2)});
+        return buffers;
+    }
+    buffers.push_back({of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it",
+                       matrix_bytes(n, m)});
+    if (backend == Backend::naive) {
+        buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6" + on, matrix_bytes(d_v, m)});
+        buffers.push_back({of("αᵀ, then dSᵀ", m, n) + " of grads 6 and 3" + on, matrix_bytes(m, n)});
+    } else {
+        // (Bᵀ·A)ᵀ for Aᵀ·B: Bᵀ and the product before it is transposed back, both thin (d×n, d×m)
+        const std::size_t d = std::max(d_k, d_v);
+        buffers.push_back({of("dOᵀ, then Qᵀ", d, n) + " of grads 6 and 3" + on, matrix_bytes(d, n)});
+        buffers.push_back({of("dVᵀ, then dKᵀ", d, m) + " of grads 6 and 3" + on, matrix_bytes(d, m)});
+        buffers.push_back({"the packed panels of Vᵀ, α, K and dS (grads 6 and 3" + on + ")",
+                           packing_of(packing_of(simd::gemm_scratch_bytes(n, d_v, m), simd::gemm_scratch_bytes(d, n, m)),
+                                      simd::gemm_scratch_bytes(n, m, d_k))});
+    }
+    return buffers;
+}
+
+std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                                Backend backend) {
+    const std::string on = " on the " + to_string(backend) + " backend";
+    std::vector<Buffer> buffers = {{of("dW_Q", d_model, d_k) + " of grad 2", matrix_bytes(d_model, d_k)},
+                                   {of("dW_K", d_model, d_k) + " of grad 2", matrix_bytes(d_model, d_k)},
+                                   {of("dW_V", d_model, d_v) + " of grad 2", matrix_bytes(d_model, d_v)},
+                                   {of("dX", n, d_model) + " of grad 1", matrix_bytes(n, d_model)},
+                                   {of("one path of dX", n, d_model) + " of grad 1", matrix_bytes(n, d_model)}};
+    const std::size_t d = std::max(d_k, d_v);
+    if (backend == Backend::naive) {
+        buffers.push_back({of("Xᵀ", d_model, n) + " of grad 2" + on, matrix_bytes(d_model, n)});
+        buffers.push_back({of("a weight's transpose", d, d_model) + " of grad 1" + on, matrix_bytes(d, d_model)});
+    } else {
+        buffers.push_back({of("dQᵀ, dKᵀ or dVᵀ", d, n) + " of grad 2" + on, matrix_bytes(d, n)});
+        buffers.push_back({of("dW_Qᵀ, dW_Kᵀ or dW_Vᵀ", d, d_model) + " of grad 2" + on, matrix_bytes(d, d_model)});
+        buffers.push_back({"the packed panels of X and the weights (grads 2 and 1" + on + ")",
+                           packing_of(simd::gemm_scratch_bytes(d, n, d_model), simd::gemm_scratch_bytes(n, d, d_model))});
+    }
     return buffers;
 }
 

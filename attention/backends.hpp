@@ -17,13 +17,15 @@ namespace attn::backends {
 // multiplies each score as it reads it (the fold lives in that kernel, simd/softmax.cpp: no pass of
 // its own over the n×m matrix; BM_scale_folding measures what such a pass would cost). Either way
 // step 5 sees the same bits, round(factor·S_ij).
+// The backward's grad 4 (dS = factor·dS') returns one too: there the fast backends multiply the thin
+// results of grad 3 (dQ, n×d_k; dK, m×d_k) instead of the n×m matrix.
 struct ScaledScores {
     Matrix& S;
     float factor;
 };
 
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·B (steps 2 and 6)
-void scores_into(const Matrix& Q, const Matrix& K, Matrix& S, Backend backend);  // S = Q·Kᵀ (step 3)
+void matmul_transposed_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·Bᵀ (step 3: S = Q·Kᵀ)
 ScaledScores scale(Matrix& S, float factor, Backend backend);                    // S' = factor·S (step 4)
 void causal_mask_in_place(const ScaledScores& S, Backend backend);               // S'_ij ← −∞, j > i
 // α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
@@ -31,7 +33,17 @@ Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
 // out.weights is left empty (0×0), since α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
-                          AttentionResult& out);
+                          bool keep_for_backward, AttentionResult& out);
+
+// The backward's steps (attention/backward.cpp), in its order.
+// C = Aᵀ·B (grads 6.V, 3.K and 2); with a ScaledScores A, C = factor·Aᵀ·B.
+void transposed_matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);
+void transposed_matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend);
+void softmax_gradient_in_place(const Matrix& alpha, Matrix& dA, Backend backend);  // dα → dS' (grad 5)
+void matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend);  // C = factor·A·B (grad 3.Q)
+// dQ, dK, dV in one fused pass from Q, K, V, the forward's O and log-sum-exp, and dO (Backend::fused only).
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
+                                   const Matrix& dO, float scale, bool causal, AttentionGradients& out);
 
 // What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its results
 // and its kernels' scratch, on this backend (attention/backends.cpp, beside the kernel calls they
@@ -43,8 +55,16 @@ struct Buffer {
 // Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v).
 std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
                                        Backend backend);
-// Steps 3–6: Q (n×d_k), K (m×d_k), V (m×d_v) → O (n×d_v), and α (n×m) unless the backend is fused.
-std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend);
+// Steps 3–6: Q (n×d_k), K (m×d_k), V (m×d_v) → O (n×d_v), and α (n×m) unless the backend is fused
+// (which, keeping for the backward, keeps n log-sum-exps).
+std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
+                                      bool keep_for_backward = false);
+// Grads 6–3: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v).
+std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                               Backend backend);
+// Grads 2–1: dQ, dK, dV → dW_Q (d_model×d_k), dW_K, dW_V (d_model×d_v), dX (n×d_model).
+std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                                Backend backend);
 
 }  // namespace attn::backends
 

@@ -77,6 +77,41 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
                       double(V.rows()) * v);
 }
 
+void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
+                           const Matrix& dO, const AttentionOptions& options) {
+    check_attention_shapes(Q, K, V, options, AttentionResult{});
+    const std::string who = "scaled_dot_product_attention_backward: ";
+    const std::size_t n = Q.rows(), m = K.rows(), d_v = V.cols();
+    const auto expect = [&](const std::string& name, const Matrix& M, std::size_t rows, std::size_t cols,
+                            const std::string& why) {
+        if (M.rows() != rows || M.cols() != cols)
+            throw std::invalid_argument(who + name + " (" + shape_string(M) + ") must be " + shape_string(rows, cols) +
+                                        ", " + why);
+    };
+    expect(options.names.dO, dO, n, d_v, "one gradient per output entry: n×d_v for " + options.names.Q + " (" +
+                                             shape_string(Q) + ") and " + options.names.V + " (" + shape_string(V) + ")");
+    expect("the forward's output", forward.output, n, d_v, "the forward of these Q, K and V");
+    if (options.backend == Backend::fused)
+        expect("the forward's log-sum-exp", forward.log_sum_exp, n, 1,
+               "one per query row: run the fused forward with keep_for_backward");
+    else
+        expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
+}
+
+void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                           const AttentionOptions& options) {
+    const std::string who = "scaled_dot_product_attention_backward";
+    const OperandNames& name = options.names;
+    const double q = max_row_norm(Q), k = max_row_norm(K), v = max_row_norm(V);
+    const double g = largest_row_norm(who, name.dO, dO);
+    const double n = double(Q.rows()), m = double(K.rows());
+    // |dα_ij| = |do_i·v_j| ≤ g·v; |dS'_ij| ≤ 2·g·v (α ≤ 1 and |Σ_t α_it·dα_it| ≤ g·v); dV sums n terms α·do,
+    // dQ sums m terms dS·k, dK sums n terms dS·q.
+    check_float_range(who, "grad 6 (dV = αᵀ·dO)", "n·max‖do_i‖", n * g);
+    check_float_range(who, "grad 3 (dQ = dS·K)", "2·m·max‖do_i‖·max‖v_j‖·max‖k_j‖", 2 * m * g * v * k);
+    check_float_range(who, "grad 3 (dK = dSᵀ·Q)", "2·n·max‖do_i‖·max‖v_j‖·max‖q_i‖", 2 * n * g * v * q);
+}
+
 void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& name) {
     const auto shapes = [&] {
         return "; got " + name.W_Q + " (" + shape_string(W_Q) + "), " + name.W_K + " (" + shape_string(W_K) + "), " +

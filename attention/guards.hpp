@@ -15,6 +15,16 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step).
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
 
+// For the backward: the forward's result has the shapes a forward of Q, K, V gives, with what the
+// backward needs kept (α, or on the fused backend the log-sum-exp), and dO is n×d_v (named by
+// options.names.dO). Shapes of Q, K and V as check_attention_shapes.
+void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
+                           const Matrix& dO, const AttentionOptions& options);
+// dO has no NaN or ±inf, and no gradient's sum can leave float32: every product of the backward sums
+// n or m terms, each bounded by the norms of the rows it multiplies.
+void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                           const AttentionOptions& options);
+
 // For SingleHeadAttention's constructor: d_model rows each (else DModelMismatch), W_Q and W_K as wide
 // (d_k ≥ 1), finite.
 void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& names);

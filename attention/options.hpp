@@ -29,7 +29,7 @@ enum class Backend {
 // files passes the files' names (`attn run` does), so that an error says "k.npy (4×3) and v.npy
 // (9×3) must have the same number of rows" as it is raised, and nobody rewrites it afterwards.
 struct OperandNames {
-    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V";
+    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO";
 };
 
 struct AttentionOptions {
@@ -41,6 +41,9 @@ struct AttentionOptions {
     // naming it, and nothing has been computed.
     MemoryBudget* budget = nullptr;
     OperandNames names = {};
+    // Keep what the backward needs (attention/backward.hpp). The materialised backends keep α
+    // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
+    bool keep_for_backward = false;
 };
 
 // X's width does not meet the weights' d_model (or the weights disagree on it). Its own type, so that
@@ -55,6 +58,14 @@ struct AttentionResult {
     Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1.
                      // In code α is always `weights`; `attn run --out` writes it as attn.npy.
                      // Empty (0×0) with Backend::fused, which never forms α.
+    Matrix log_sum_exp;  // L_i = log Σ_j e^(S'_ij) (n×1): Backend::fused with keep_for_backward, else 0×0.
+                         // α_ij = e^(S'_ij − L_i): all the fused backward needs to recompute α.
+};
+
+// The gradients of a loss L with respect to the chain's inputs: ∂L/∂Q, ∂L/∂K, ∂L/∂V, each the
+// shape of the matrix it belongs to (attention/backward.cpp computes them from ∂L/∂O).
+struct AttentionGradients {
+    Matrix dQ, dK, dV;
 };
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"

@@ -20,7 +20,7 @@ AttentionTrace trace_forward(const SingleHeadAttention& layer, const Matrix& X, 
     t.X = X;
     auto [Q, K, V] = layer.project(X, options);
     const AttentionResult result = scaled_dot_product_attention(Q, K, V, options);
-    backends::scores_into(Q, K, t.S, b);  // step 3
+    backends::matmul_transposed_into(Q, K, t.S, b);  // step 3
     t.S_scaled =
         scaled(t.S, scale_factor(options.scale, Q.cols()));    // step 4: round(scale·S_ij), the bits step 5 reads
     if (options.causal) t.S_masked = causal_mask(t.S_scaled);  // step 4.mask

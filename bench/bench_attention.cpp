@@ -84,7 +84,7 @@ void product(benchmark::State& st, Backend b, bool scores) {
     const Matrix A = random_matrix(n, scores ? d : n, 1), B = random_matrix(n, d, 2);
     Matrix C;
     for (auto _ : st) {
-        if (scores) attn::backends::scores_into(A, B, C, b);
+        if (scores) attn::backends::matmul_transposed_into(A, B, C, b);
         else attn::backends::matmul_into(A, B, C, b);
         benchmark::DoNotOptimize(C.data());
     }

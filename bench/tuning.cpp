@@ -61,9 +61,9 @@ void fused_with(benchmark::State& st, Blocking b, bool model) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
     Matrix O;
     const float scale = 0.125f;
-    attn::simd::fused_attention_into(Q, K, V, scale, false, O, attn::simd::Threads::all, b);
+    attn::simd::fused_attention_into(Q, K, V, scale, false, O, nullptr, attn::simd::Threads::all, b);
     for (auto _ : st) {
-        attn::simd::fused_attention_into(Q, K, V, scale, false, O, attn::simd::Threads::all, b);
+        attn::simd::fused_attention_into(Q, K, V, scale, false, O, nullptr, attn::simd::Threads::all, b);
         benchmark::DoNotOptimize(O.data());
     }
     set_counters(st, core_flops(n, d), core_bytes(n, d));

@@ -99,4 +99,24 @@ Matrix causal_mask(const Matrix& S) {
     return R;
 }
 
+// The softmax's backward. With p = softmax(x) and an upstream gradient g = ∂L/∂p, the Jacobian is
+// ∂p_j/∂x_k = p_j·(δ_jk − p_k), so
+//     ∂L/∂x_k = Σ_j g_j·p_j·(δ_jk − p_k) = p_k·g_k − p_k·Σ_j g_j·p_j = p_k·(g_k − Σ_j g_j·p_j):
+// one dot product per row, then one multiply per element; the n×n Jacobian is never formed.
+// [naive softmax gradient] dX_ij = P_ij·(G_ij − Σ_t G_it·P_it)
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G) {
+    check_same_shape("softmax_gradient", "P", P, "G", G);
+    for (std::size_t i = 0; i < P.rows(); ++i) {
+        float dot = 0.0f;
+        for (std::size_t j = 0; j < P.cols(); ++j) dot += G(i, j) * P(i, j);
+        for (std::size_t j = 0; j < P.cols(); ++j) G(i, j) = P(i, j) * (G(i, j) - dot);
+    }
+}
+
+// [naive add] A_ij ← A_ij + B_ij
+void add_in_place(Matrix& A, const Matrix& B) {
+    check_same_shape("add", "A", A, "B", B);
+    for (std::size_t i = 0; i < A.size(); ++i) A.data()[i] += B.data()[i];
+}
+
 }  // namespace attn

@@ -34,4 +34,11 @@ void softmax_rows_in_place(Matrix& S);
 Matrix causal_mask(const Matrix& S);
 void causal_mask_in_place(Matrix& S);
 
+// The softmax's backward, row by row: given P = softmax_rows(X) and G = ∂L/∂P, G becomes ∂L/∂X,
+// G_ij ← P_ij·(G_ij − Σ_t G_it·P_it) (ops.cpp derives it).
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G);
+
+// A ← A + B, element by element.
+void add_in_place(Matrix& A, const Matrix& B);
+
 }  // namespace attn

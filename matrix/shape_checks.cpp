@@ -35,6 +35,13 @@ void check_same_rows(const char* op, const char* a_name, const Matrix& A, const 
     }
 }
 
+void check_same_shape(const char* op, const char* a_name, const Matrix& A, const char* b_name, const Matrix& B) {
+    if (A.rows() != B.rows() || A.cols() != B.cols()) {
+        throw std::invalid_argument(std::string(op) + ": " + a_name + " (" + shape_string(A) + ") and " + b_name +
+                                    " (" + shape_string(B) + ") must have the same shape");
+    }
+}
+
 void check_width_multiple(const char* op, const Matrix& M, std::size_t unit, const char* unit_name) {
     if (unit == 0 || M.cols() % unit != 0) {
         throw std::invalid_argument(std::string(op) + ": (" + shape_string(M) + "): the width must be a multiple of " +

@@ -125,8 +125,13 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
     active().matmul_transposed_into(A, B, scale, C, threads, blocking);
 }
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads, const Blocking& blocking) {
-    active().fused_attention_into(Q, K, V, scale, causal, O, threads, blocking);
+                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
+    active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
+}
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
+                                   const Matrix& dO, std::span<const float> log_sum_exp, float scale, bool causal,
+                                   Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads, const Blocking& blocking) {
+    active().fused_attention_backward_into(Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking);
 }
 // What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and
 // simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
@@ -154,8 +159,19 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
         checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
+std::uint64_t fused_backward_scratch_bytes(std::size_t d_k, std::size_t d_v) {
+    const std::size_t BR = blocking().fused_rows, BC = blocking().panel_kc, NR = tile_columns();
+    // per thread (simd/fused_backward.cpp): two tiles of BR×BC (scores, gradients) and one panel of
+    // max(d_k, d_v, BC)×NR; the two floats per query row are counted by the caller, who knows n
+    const std::uint64_t floats = checked_sum(
+        checked_product(std::max({d_k, d_v, BC}), NR, "fused backward scratch"), 2 * BR * BC, "fused backward scratch");
+    return checked_product(floats, sizeof(float), "fused backward scratch");
+}
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
     active().softmax_rows_in_place(S, scale, threads);
+}
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads) {
+    active().softmax_gradient_rows_in_place(P, G, threads);
 }
 float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
 void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }

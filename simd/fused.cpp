@@ -76,6 +76,7 @@ struct Problem {
     float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
     bool causal;
     Matrix& O;
+    float* log_sum_exp;  // L_i = log Σ_j e^(s_ij) per row, for the backward; nullptr: not asked for
     std::size_t BR, BC;  // query rows per block, keys per tile (the score block's row stride)
 };
 
@@ -164,13 +165,15 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0
         const float l = s.running_sum[r];
         if (l > 0.0f) scale_row(p.O.row(i0 + r).data(), d_v, 1.0f / l);
+        // L = ln(ℓ·2^m) = (m + log₂ℓ)·ln 2, back in natural units (m is in log₂ units)
+        if (p.log_sum_exp) p.log_sum_exp[i0 + r] = (s.running_max[r] + std::log2(l)) * 0.693147181f;
     }
 }
 
 }  // namespace
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads, const Blocking& blocking) {
+                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     check_blocking("fused_attention", blocking, NR);
     check_same_rows("fused_attention", "K", K, "V", V);
@@ -192,7 +195,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
     if (causal)
         rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
-    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, rows, blocking.panel_kc};
+    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, blocking.panel_kc};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.

@@ -20,8 +20,13 @@ struct Kernels {
     void (*matmul_transposed_into)(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                                    const Blocking& blocking);
     void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                                 Threads threads, const Blocking& blocking);
+                                 float* log_sum_exp, Threads threads, const Blocking& blocking);
+    void (*fused_attention_backward_into)(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
+                                          const Matrix& dO, std::span<const float> log_sum_exp, float scale,
+                                          bool causal, Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads,
+                                          const Blocking& blocking);
     void (*softmax_rows_in_place)(Matrix& S, float scale, Threads threads);
+    void (*softmax_gradient_rows_in_place)(const Matrix& P, Matrix& G, Threads threads);
     float (*dot)(const float* a, const float* b, std::size_t n);
     void (*axpy)(float factor, const float* x, float* y, std::size_t n);
     float (*exp_and_sum)(std::span<float> x, float shift);
@@ -40,8 +45,12 @@ void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, c
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking);
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads, const Blocking& blocking);
+                          float* log_sum_exp, Threads threads, const Blocking& blocking);
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
+                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ,
+                                   Matrix& dK, Matrix& dV, Threads threads, const Blocking& blocking);
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);
 void axpy(float factor, const float* x, float* y, std::size_t n);
 float exp_and_sum(std::span<float> x, float shift);

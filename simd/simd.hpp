@@ -41,9 +41,18 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
                             const Blocking& blocking = simd::blocking());
 
 // O = softmax(scale·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
-// blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed.
+// blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed. With
+// log_sum_exp (n floats, or nullptr), each row's L_i = log Σ_j e^(s_ij) is written there too: all
+// the backward needs to recompute α.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          Threads threads, const Blocking& blocking = simd::blocking());
+                          float* log_sum_exp, Threads threads, const Blocking& blocking = simd::blocking());
+
+// The gradients of that O for dO = ∂L/∂O (n×d_v): dQ, dK and dV, from Q, K, V, O and the forward's
+// log_sum_exp, without the n×m matrices (simd/fused_backward.cpp).
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
+                                   const Matrix& dO, std::span<const float> log_sum_exp, float scale, bool causal,
+                                   Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads,
+                                   const Blocking& blocking = simd::blocking());
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
@@ -53,6 +62,9 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k);
 // The most threads fused_attention_into starts for n queries against m keys (each with its
 // scratch): one when the work is too small for a team, never more than one per MR query rows.
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
+// The fused backward's: per thread, two tiles and a panel (the most threads: fused_team_size's), and
+// on the calling thread two floats per query row.
+std::uint64_t fused_backward_scratch_bytes(std::size_t d_k, std::size_t d_v);
 
 // S_ij ← −∞ for j > i (S square).
 void causal_mask_in_place(Matrix& S, Threads threads);
@@ -62,6 +74,10 @@ void causal_mask_in_place(Matrix& S, Threads threads);
 // product rounded to float as a pass of its own would round it, so the result is the same bits as
 // scaling S first. The multiply rides in the row's first sweep (simd/softmax.cpp).
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
+
+// The softmax's backward in place, row by row: G_ij ← P_ij·(G_ij − Σ_t G_it·P_it), P = softmax_rows(·)
+// and G = ∂L/∂P (the same formula as the naive op in matrix/ops.cpp, which derives it).
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads);
 
 // Building blocks, exposed for tests and benchmarks. All take any length (vector body + tail).
 float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k

@@ -46,4 +46,27 @@ void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
     for (std::ptrdiff_t i = 0; i < rows; ++i) softmax_row(S.row(static_cast<std::size_t>(i)), scale);
 }
 
+namespace {
+
+// x_j ← p_j·(x_j − D), D = Σ_t x_t·p_t: the dot product (simd::dot's four chains), then one sweep.
+void softmax_gradient_row(std::span<const float> p, std::span<float> x) {
+    const float D = dot(x.data(), p.data(), x.size());
+    const Batch d(D);
+    std::size_t k = 0;
+    for (; k + W <= x.size(); k += W)
+        (Batch::load_unaligned(p.data() + k) * (Batch::load_unaligned(x.data() + k) - d)).store_unaligned(x.data() + k);
+    for (; k < x.size(); ++k) x[k] = p[k] * (x[k] - D);
+}
+
+}  // namespace
+
+// [fast softmax gradient] grad 5, rows split over threads: dS'_ij = α_ij·(dα_ij − Σ_t dα_it·α_it)
+void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads) {
+    const auto rows = static_cast<std::ptrdiff_t>(P.rows());
+    [[maybe_unused]] const bool team = use_team(threads, 4.0 * double(P.rows()) * double(P.cols()), P.rows());
+#pragma omp parallel for schedule(static) if (team)
+    for (std::ptrdiff_t i = 0; i < rows; ++i)
+        softmax_gradient_row(P.row(static_cast<std::size_t>(i)), G.row(static_cast<std::size_t>(i)));
+}
+
 }  // namespace attn::simd::ATTN_ISA

@@ -22,11 +22,18 @@ void matmul_register_tile_into(const Matrix&, const Matrix&, Matrix&) { refuse("
 void matmul_transposed_into(const Matrix&, const Matrix&, float, Matrix&, Threads, const Blocking&) {
     refuse("matmul_transposed");
 }
-void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, Threads, const Blocking&) {
+void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, float*, Threads,
+                          const Blocking&) {
     refuse("fused_attention");
+}
+void fused_attention_backward_into(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
+                                   std::span<const float>, float, bool, Matrix&, Matrix&, Matrix&, Threads,
+                                   const Blocking&) {
+    refuse("fused_attention_backward");
 }
 void causal_mask_in_place(Matrix&, Threads) { refuse("causal_mask"); }
 void softmax_rows_in_place(Matrix&, float, Threads) { refuse("softmax_rows"); }
+void softmax_gradient_rows_in_place(const Matrix&, Matrix&, Threads) { refuse("softmax_gradient_rows"); }
 float dot(const float*, const float*, std::size_t) { refuse("dot"); }
 void axpy(float, const float*, float*, std::size_t) { refuse("axpy"); }
 float exp_and_sum(std::span<float>, float) { refuse("exp_and_sum"); }
@@ -37,6 +44,7 @@ float fma_chains(std::size_t) { refuse("fma_chains"); }
 // Nothing to allocate: the backends that would are refused before they start.
 std::uint64_t gemm_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
 std::uint64_t fused_scratch_bytes(std::size_t) { return 0; }
+std::uint64_t fused_backward_scratch_bytes(std::size_t, std::size_t) { return 0; }
 std::size_t fused_team_size(std::size_t, std::size_t, std::size_t, std::size_t) { return 0; }
 
 std::vector<std::string> compiled_isas() { return {}; }

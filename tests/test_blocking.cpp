@@ -175,7 +175,7 @@ TEST_CASE("block sizes change no bit of the products or of fused attention", "[s
         attn::simd::matmul_into(A, narrow, results[0], attn::simd::Threads::all, products);
         attn::simd::matmul_into(A, wide, results[1], attn::simd::Threads::all, products);
         for (int causal = 0; causal < 2; ++causal)
-            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, results[2 + causal], attn::simd::Threads::all,
+            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, results[2 + causal], nullptr, attn::simd::Threads::all,
                                              fused);
         if (first.empty()) {
             first = results;
@@ -205,6 +205,6 @@ TEST_CASE("block sizes the kernels cannot use are refused, naming the kernel", "
                       Catch::StartsWith("matmul: block sizes") && Catch::Contains("multiples of MR"));
     bad = attn::simd::blocking();
     bad.fused_rows = MR + 1;
-    CHECK_THROWS_WITH(attn::simd::fused_attention_into(A, A, A, 1.0f, false, C, attn::simd::Threads::one, bad),
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(A, A, A, 1.0f, false, C, nullptr, attn::simd::Threads::one, bad),
                       Catch::StartsWith("fused_attention: block sizes") && Catch::Contains("multiples of MR"));
 }

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kinds[] = {"step ", "steps ", "naive ", "fast ", "fused "};
+const char* const kinds[] = {"step ", "steps ", "grad ", "grads ", "naive ", "fast ", "fused "};
 const fs::path root = fs::path(TESTS_DIR).parent_path();
 
 // What a shell command prints on standard output; it must exit 0.
@@ -125,17 +125,27 @@ TEST_CASE("every marker link of the docs points at the file that carries the mar
     }
 }
 
-TEST_CASE("every step line of the chain carries a formula and its shapes", "[docs]") {
-    std::size_t steps = 0;
-    for (const auto& [marker, places] : markers_in_code()) {
-        if (marker.rfind("step", 0) != 0) continue;  // "step …" and "steps …"
-        ++steps;
-        INFO(places.front());
-        CHECK(places.front().find("attention.cpp") == 0);
-        CHECK(places.front().find('=') != std::string::npos);    // a formula
-        CHECK(places.front().find("(n×") != std::string::npos);  // and the shapes
+TEST_CASE("every step line of the chain, forward and backward, carries a formula and its shapes", "[docs]") {
+    struct Kind {
+        const char* prefix;  // "step" also finds "steps …", "grad" also "grads …"
+        const char* file;
+        std::size_t count;
+    };
+    // 1, 2.Q, 2.K, 2.V, 3, 4, 4.mask, 5, 6, 3–6 fused; 6.V, 6.α, 5, 4.mask, 4, 3.Q, 3.K, 2.Q, 2.K, 2.V, 1, 6–3 fused
+    for (const Kind kind : {Kind{"step", "attention.cpp", 10}, Kind{"grad", "backward.cpp", 12}}) {
+        std::size_t lines = 0;
+        for (const auto& [marker, places] : markers_in_code()) {
+            if (marker.rfind(kind.prefix, 0) != 0) continue;
+            ++lines;
+            INFO(places.front());
+            CHECK(places.front().find(kind.file) == 0);
+            CHECK(places.front().find('=') != std::string::npos);  // a formula
+            const std::string& line = places.front();  // and the shapes, "(n×d_k)"
+            const std::size_t open = line.find('('), times = line.find("×", open), close = line.find(')', times);
+            CHECK((open != std::string::npos && times != std::string::npos && close != std::string::npos));
+        }
+        CHECK(lines == kind.count);
     }
-    CHECK(steps == 10);  // 1, 2.Q, 2.K, 2.V, 3, 4, 4.mask, 5, 6, and 3–6 fused
 }
 
 TEST_CASE("no note of the annotated pages runs a formula into the next sentence", "[docs]") {
