@@ -48,6 +48,19 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
 AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
                                                          const AttentionResult& forward, const Matrix& dO,
                                                          const AttentionOptions& options = {});
+// Same, writing into `out`, whose matrices are reused when they already have room.
+void scaled_dot_product_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                const AttentionResult& forward, const Matrix& dO,
+                                                const AttentionOptions& options, AttentionGradients& out);
+
+// Forward and backward in one call, what a training step needs: O (and α, or the log-sum-exp) and
+// the gradients for dO. With options.budget, all that both passes allocate is charged before step 3.
+struct AttentionPass {
+    AttentionResult result;
+    AttentionGradients gradients;
+};
+AttentionPass attention_forward_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                         const AttentionOptions& options = {});
 
 // The lesson's SingleHeadAttention: three projection matrices and a forward pass.
 class SingleHeadAttention {
@@ -74,6 +87,15 @@ public:
     };
     Gradients backward(const Matrix& X, const Projections& projections, const AttentionResult& result,
                        const Matrix& dO, const AttentionOptions& options = {}) const;
+
+    // Forward and backward in one call (a training step's): with options.budget, all that both passes
+    // allocate is charged before step 1.
+    struct Pass {
+        Projections projections;
+        AttentionResult result;
+        Gradients gradients;
+    };
+    Pass forward_backward(const Matrix& X, const Matrix& dO, const AttentionOptions& options = {}) const;
 
     const Matrix& W_Q() const { return W_Q_; }
     const Matrix& W_K() const { return W_K_; }

@@ -24,7 +24,7 @@ namespace {
 void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& alpha,
                                 const Matrix& dO, const AttentionOptions& options, AttentionGradients& g) {
     const Backend b = options.backend;
-    Matrix dS;  // one n×m buffer: dα, then dS', then dS (each gradient overwrites the one before)
+    Matrix& dS = g.dS;  // one n×m buffer: dα, then dS', then dS (each gradient overwrites the one before)
     // [grad 6.V] dV = αᵀ·dO        (m×n)·(n×d_v) → (m×d_v);  v_j gets each token's dO, as much as that token read v_j
     backends::transposed_matmul_into(alpha, dO, g.dV, b);
     // [grad 6.α] dα = dO·Vᵀ        (n×d_v)·(d_v×m) → (n×m);  dα_ij = do_i·v_j
@@ -66,21 +66,26 @@ void projection_gradients_2_1(const Matrix& X, const Matrix& W_Q, const Matrix& 
 
 // The functions a caller calls: checks first, then the budget, then the gradients.
 
-AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                                         const AttentionResult& forward, const Matrix& dO,
-                                                         const AttentionOptions& options) {
-    guards::check_backward_shapes(Q, K, V, forward, dO, options);
+void scaled_dot_product_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                const AttentionResult& forward, const Matrix& dO,
+                                                const AttentionOptions& options, AttentionGradients& g) {
+    guards::check_backward_shapes(Q, K, V, forward, dO, options, g);
     if (options.budget)
         charge(*options.budget,
                backends::attention_gradient_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend));
     guards::check_backward_values(Q, K, V, dO, options);  // float range, before any work
-    AttentionGradients g;
     const float scale = scale_factor(options.scale, Q.cols());
     // [grads 6–3 fused] (dQ, dK, dV) = backward of O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v);  α recomputed from L, never stored
     if (options.backend == Backend::fused)
-        backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, options.causal, g);
-    else
-        attention_gradients_6_to_3(Q, K, V, forward.weights, dO, options, g);
+        return backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, options.causal, g);
+    attention_gradients_6_to_3(Q, K, V, forward.weights, dO, options, g);
+}
+
+AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
+                                                         const AttentionResult& forward, const Matrix& dO,
+                                                         const AttentionOptions& options) {
+    AttentionGradients g;
+    scaled_dot_product_attention_backward_into(Q, K, V, forward, dO, options, g);
     return g;
 }
 
@@ -88,7 +93,7 @@ SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, co
                                                              const AttentionResult& result, const Matrix& dO,
                                                              const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
-    guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options);
+    guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options, {});
     AttentionOptions core = options;
     if (options.budget) {  // both stages charged before the first gradient
         const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
@@ -100,6 +105,45 @@ SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, co
     g.qkv = scaled_dot_product_attention_backward(projections.Q, projections.K, projections.V, result, dO, core);
     projection_gradients_2_1(X, W_Q_, W_K_, W_V_, g.qkv, options.backend, g);
     return g;
+}
+
+AttentionPass attention_forward_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                         const AttentionOptions& options) {
+    guards::check_attention_shapes(Q, K, V, options, AttentionResult{});
+    guards::check_grad_output_shape(Q.rows(), V.cols(), dO, options);
+    AttentionOptions both = options;
+    both.keep_for_backward = true;
+    if (options.budget) {  // both passes charged before the first step
+        const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
+        charge(*options.budget, backends::attention_buffers(n, m, d_k, d_v, options.backend, true));
+        charge(*options.budget, backends::attention_gradient_buffers(n, m, d_k, d_v, options.backend));
+        both.budget = nullptr;
+    }
+    AttentionPass pass;
+    scaled_dot_product_attention_into(Q, K, V, both, pass.result);
+    scaled_dot_product_attention_backward_into(Q, K, V, pass.result, dO, both, pass.gradients);
+    return pass;
+}
+
+SingleHeadAttention::Pass SingleHeadAttention::forward_backward(const Matrix& X, const Matrix& dO,
+                                                                const AttentionOptions& options) const {
+    guards::check_projection_shapes(X, W_Q_, options.names);
+    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    guards::check_grad_output_shape(n, d_v, dO, options);
+    AttentionOptions both = options;
+    both.keep_for_backward = true;
+    if (options.budget) {  // both passes of both stages charged before step 1
+        charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
+        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend, true));
+        charge(*options.budget, backends::attention_gradient_buffers(n, n, d_k, d_v, options.backend));
+        charge(*options.budget, backends::projection_gradient_buffers(n, X.cols(), d_k, d_v, options.backend));
+        both.budget = nullptr;
+    }
+    Pass pass;
+    pass.projections = project(X, both);
+    scaled_dot_product_attention_into(pass.projections.Q, pass.projections.K, pass.projections.V, both, pass.result);
+    pass.gradients = backward(X, pass.projections, pass.result, dO, both);
+    return pass;
 }
 
 }  // namespace attn

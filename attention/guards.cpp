@@ -77,10 +77,25 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
                       double(V.rows()) * v);
 }
 
+void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, const AttentionOptions& options) {
+    if (dO.rows() != n || dO.cols() != d_v)
+        throw std::invalid_argument("scaled_dot_product_attention_backward: " + options.names.dO + " (" +
+                                    shape_string(dO) + ") must be " + shape_string(n, d_v) +
+                                    ", the shape of O: one gradient per output entry");
+}
+
 void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
-                           const Matrix& dO, const AttentionOptions& options) {
+                           const Matrix& dO, const AttentionOptions& options, const AttentionGradients& out) {
     check_attention_shapes(Q, K, V, options, AttentionResult{});
     const std::string who = "scaled_dot_product_attention_backward: ";
+    const OperandNames& name = options.names;
+    for (const Matrix* result : {&out.dQ, &out.dK, &out.dV, &out.dS})
+        for (const auto& [input, M] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}, {&name.dO, &dO},
+                                       {nullptr, &forward.output}, {nullptr, &forward.weights}, {nullptr, &forward.log_sum_exp}})
+            if (result == M)
+                throw std::invalid_argument(who + "a gradient's buffer is " + (input ? *input : std::string("the forward's")) +
+                                            " itself; the backward would overwrite it while it still reads it "
+                                            "(pass a separate AttentionGradients)");
     const std::size_t n = Q.rows(), m = K.rows(), d_v = V.cols();
     const auto expect = [&](const std::string& name, const Matrix& M, std::size_t rows, std::size_t cols,
                             const std::string& why) {
@@ -88,8 +103,7 @@ void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, co
             throw std::invalid_argument(who + name + " (" + shape_string(M) + ") must be " + shape_string(rows, cols) +
                                         ", " + why);
     };
-    expect(options.names.dO, dO, n, d_v, "one gradient per output entry: n×d_v for " + options.names.Q + " (" +
-                                             shape_string(Q) + ") and " + options.names.V + " (" + shape_string(V) + ")");
+    check_grad_output_shape(Q.rows(), V.cols(), dO, options);
     expect("the forward's output", forward.output, n, d_v, "the forward of these Q, K and V");
     if (options.backend == Backend::fused)
         expect("the forward's log-sum-exp", forward.log_sum_exp, n, 1,

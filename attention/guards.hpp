@@ -18,8 +18,11 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // For the backward: the forward's result has the shapes a forward of Q, K, V gives, with what the
 // backward needs kept (α, or on the fused backend the log-sum-exp), and dO is n×d_v (named by
 // options.names.dO). Shapes of Q, K and V as check_attention_shapes.
+// dO is n×d_v, the shape of O: one gradient per entry of O (named by options.names.dO).
+void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, const AttentionOptions& options);
+// `out` must hold none of the inputs: the backward writes it while it still reads them.
 void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
-                           const Matrix& dO, const AttentionOptions& options);
+                           const Matrix& dO, const AttentionOptions& options, const AttentionGradients& out);
 // dO has no NaN or ±inf, and no gradient's sum can leave float32: every product of the backward sums
 // n or m terms, each bounded by the norms of the rows it multiplies.
 void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,

@@ -66,6 +66,9 @@ struct AttentionResult {
 // shape of the matrix it belongs to (attention/backward.cpp computes them from ∂L/∂O).
 struct AttentionGradients {
     Matrix dQ, dK, dV;
+    Matrix dS;  // ∂L/∂S (n×m) on the materialised backends: the buffer of grads 6–4 (dα, then dS'), kept
+                // as the forward keeps α, so a loop calling the _into form allocates it once. Empty
+                // (0×0) with Backend::fused, which never forms it.
 };
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"

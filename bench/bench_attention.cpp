@@ -189,6 +189,32 @@ void BM_core_long(benchmark::State& st, Backend b) {
     st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
 }
 
+// The backward of the core, dQ, dK, dV from dO (attention/backward.cpp), after one untimed forward that
+// keeps what it needs, into buffers reused from one call to the next (one untimed call first). Flops: the materialised backends' four products (dV = αᵀ·dO, dα = dO·Vᵀ,
+// dQ = dS·K, dK = dSᵀ·Q) are 8·n²·d; the fused one is counted 10·n²·d, those four and one recomputation
+// of S, the usual count for this algorithm (its two passes in fact recompute S and dP once more: 14·n²·d,
+// simd/fused_backward.cpp). With the process's peak resident memory while it ran.
+void BM_backward(benchmark::State& st, Backend b) {
+    const std::size_t n = arg(st, 0), d = arg(st, 1);
+    const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3),
+                 dO = random_matrix(n, d, 4);
+    const attn::AttentionOptions options{.backend = b, .keep_for_backward = true};
+    const attn::AttentionResult forward = attn::scaled_dot_product_attention(Q, K, V, options);
+    bench::reset_peak_rss();
+    attn::AttentionGradients g;  // reused, as a training loop would: the steady state, like BM_core
+    attn::scaled_dot_product_attention_backward_into(Q, K, V, forward, dO, options, g);
+    const bench::BusyThreads busy;
+    for (auto _ : st) {
+        attn::scaled_dot_product_attention_backward_into(Q, K, V, forward, dO, options, g);
+        benchmark::DoNotOptimize(g.dQ.data());
+    }
+    st.counters["threads_busy"] = busy();
+    st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
+    const double products = b == Backend::fused ? 10.0 : 8.0;
+    bench::set_counters(st, products * double(n) * double(n) * double(d), bench::core_bytes(n, d) + 4.0 * n * d * 4);
+    st.SetLabel(attn::to_string(b));
+}
+
 using Body = void (*)(benchmark::State&, Backend);
 using Apply = void (*)(benchmark::internal::Benchmark*, Backend);
 
@@ -223,6 +249,11 @@ void register_per_backend() {
     per_backend("BM_core", BM_core, all_backends, sizes);
     per_backend("BM_core_fresh", BM_core_fresh, all_backends, sizes);
     per_backend("BM_layer", BM_layer, all_backends, sizes);
+    per_backend("BM_backward", BM_backward, all_backends, [](benchmark::internal::Benchmark* bm, Backend b) {
+        for (int n : {256, 1024, 2048, 4096, 16384})
+            if ((b != Backend::naive || n <= 256) && (b == Backend::fused || n <= 4096)) bm->Args({n, 64});
+        bm->ArgNames({"n", "d"})->Unit(benchmark::kMillisecond);
+    });
     per_backend("BM_core_small", BM_core_small, {Backend::simd, Backend::parallel, Backend::fused},
                 [](benchmark::internal::Benchmark* bm, Backend) {
                     bm->ArgsProduct({{16, 32, 48, 64, 96, 128, 192, 256, 384, 512}})->ArgNames({"n"});

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -40,8 +41,13 @@ Options:
   --backend naive|simd|parallel|fused
                             which kernels compute the steps (default parallel); fused never forms α
   --torch-weights           weights are PyTorch nn.Linear weights (d_k × d_model): transpose them
+  --grad-output DO          the gradient ∂L/∂O of some loss (n × d_v): run the backward too, and
+                            print (or, with --out, write) the gradients of Q, K and V, and with
+                            --x those of X, W_Q, W_K and W_V
   --out DIR                 write DIR/output.npy and DIR/attn.npy (float32) instead of printing;
-                            with --backend fused only output.npy (there is no α)
+                            with --backend fused only output.npy (there is no α); with
+                            --grad-output also grad_q.npy, grad_k.npy, grad_v.npy (and grad_x.npy,
+                            grad_w_q.npy, grad_w_k.npy, grad_w_v.npy), all or nothing
   --csv-header              the first line of each .csv file is a header to skip
   --max-memory SIZE         refuse a run whose buffers (inputs, Q/K/V, S/α, O, scratch) would need
                             more (default 8G; K, M, G suffixes); printing streams and needs none
@@ -51,7 +57,7 @@ Options:
 )";
 
 struct RunOptions {
-    std::optional<std::string> x, wq, wk, wv, q, k, v, out;
+    std::optional<std::string> x, wq, wk, wv, q, k, v, grad_output, out;
     AttentionOptions attention{.causal = false, .scale = Scale::sqrt_dk, .backend = Backend::parallel};
     ReadOptions read;
     bool torch_weights = false, time = false, help = false;
@@ -80,7 +86,7 @@ RunOptions parse(std::span<const std::string> args) {
     RunOptions o;
     const std::pair<const char*, std::optional<std::string>*> files[] = {
         {"--x", &o.x}, {"--wq", &o.wq}, {"--wk", &o.wk}, {"--wv", &o.wv},
-        {"--q", &o.q}, {"--k", &o.k},   {"--v", &o.v},   {"--out", &o.out}};
+        {"--q", &o.q}, {"--k", &o.k},   {"--v", &o.v},   {"--grad-output", &o.grad_output}, {"--out", &o.out}};
     std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
         reject_repeated(seen, args[i], "run");
@@ -118,7 +124,8 @@ RunOptions parse(std::span<const std::string> args) {
     return o;
 }
 
-// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V):
+// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V,
+// then dO with --grad-output):
 // the library names each operand by its file in its own messages (OperandNames), and an error
 // raised on the way is told after the list of every file: "<files>: <the library's message>".
 class FileNames {
@@ -128,9 +135,11 @@ public:
     explicit FileNames(const RunOptions& o)
         : names_(o.x ? Names{{"X", *o.x}, {"W_Q", *o.wq}, {"W_K", *o.wk}, {"W_V", *o.wv}}
                      : Names{{"Q", *o.q}, {"K", *o.k}, {"V", *o.v}}) {
+        if (o.grad_output) names_.emplace_back("dO", *o.grad_output);
         for (const auto& name : names_) files_ += (files_.empty() ? "" : ", ") + name.second;
         if (o.x) operands_ = {.X = *o.x, .W_Q = *o.wq, .W_K = *o.wk, .W_V = *o.wv};
         else operands_ = {.Q = *o.q, .K = *o.k, .V = *o.v};
+        if (o.grad_output) operands_.dO = *o.grad_output;
     }
     const Names& in_order() const { return names_; }
     const OperandNames& operands() const { return operands_; }
@@ -196,35 +205,84 @@ std::vector<Matrix> load(const FileNames& files, const RunOptions& o, MemoryBudg
         const Matrix& m = matrices.emplace_back(read_matrix(path, r));
         budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
     }
-    for (std::size_t k = 1; o.torch_weights && k < matrices.size(); ++k) {  // W_Q, W_K, W_V after X
+    for (std::size_t k = 1; o.torch_weights && k < 4; ++k) {  // W_Q, W_K, W_V after X
         budget.charge(matrix_bytes(matrices[k].rows(), matrices[k].cols()), "transposing the PyTorch weights");
         matrices[k] = transpose(matrices[k]);
     }
     return matrices;
 }
 
+// What a run computed: the forward's result and, with --grad-output, each gradient under the name
+// of its file (grad_q.npy, …) and the symbol it is printed with (dQ, …), in the order of both.
+struct Computed {
+    AttentionResult result;
+    struct Gradient {
+        const char* file;    // "grad_q"
+        const char* symbol;  // "dQ"
+        Matrix value;
+    };
+    std::vector<Gradient> gradients;
+};
+
 // Steps 1–6 by the library, in one call, which charges what it allocates to the budget before its
 // first step and names each operand by its file: from --x and the weights, the layer's forward;
-// from --q, --k and --v, the core.
-AttentionResult compute(std::vector<Matrix> read, const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
+// from --q, --k and --v, the core. With --grad-output, the call that runs the backward as well.
+Computed compute(std::vector<Matrix> read, const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
     AttentionOptions options = o.attention;
     options.budget = &budget;
     options.names = files.operands();
-    if (!o.x) return scaled_dot_product_attention(read[0], read[1], read[2], options);
+    Computed c;
+    if (!o.x && !o.grad_output) c.result = scaled_dot_product_attention(read[0], read[1], read[2], options);
+    if (!o.x && o.grad_output) {
+        AttentionPass pass = attention_forward_backward(read[0], read[1], read[2], read[3], options);
+        c.result = std::move(pass.result);
+        AttentionGradients& g = pass.gradients;
+        c.gradients = {{"grad_q", "dQ", std::move(g.dQ)}, {"grad_k", "dK", std::move(g.dK)}, {"grad_v", "dV", std::move(g.dV)}};
+    }
+    if (!o.x) return c;
     const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]), options.names);
-    return layer.forward(read[0], options);
+    if (!o.grad_output) {
+        c.result = layer.forward(read[0], options);
+        return c;
+    }
+    SingleHeadAttention::Pass pass = layer.forward_backward(read[0], read[4], options);
+    c.result = std::move(pass.result);
+    auto& g = pass.gradients;
+    // With --torch-weights the weights' gradients go back to PyTorch's layout, like the weights came.
+    const auto as_given = [&](Matrix& dW) { return o.torch_weights ? transpose(dW) : std::move(dW); };
+    c.gradients = {{"grad_x", "dX", std::move(g.dX)},           {"grad_w_q", "dW_Q", as_given(g.dW_Q)},
+                   {"grad_w_k", "dW_K", as_given(g.dW_K)},      {"grad_w_v", "dW_V", as_given(g.dW_V)},
+                   {"grad_q", "dQ", std::move(g.qkv.dQ)},       {"grad_k", "dK", std::move(g.qkv.dK)},
+                   {"grad_v", "dV", std::move(g.qkv.dV)}};
+    return c;
 }
 
-// DIR/output.npy and DIR/attn.npy, all or nothing. The fused backend forms no α: an attn.npy left
-// by an earlier run would sit beside this run's output as if it were its α, so it is removed in the
-// same step. Returns the status line that reports them.
-std::string write_results(const AttentionResult& result, bool has_alpha, const std::string& dir) {
+// Every file a run can write, in the order it writes them.
+const char* const gradient_files[] = {"grad_x", "grad_w_q", "grad_w_k", "grad_w_v", "grad_q", "grad_k", "grad_v"};
+
+// DIR/output.npy, DIR/attn.npy and the gradients' files, all or nothing. A file of the set that this
+// run does not write (attn.npy with the fused backend, which forms no α; a gradient without
+// --grad-output, or X's and the weights' from --q/--k/--v) would sit beside this run's output as if
+// it were its own, so one left by an earlier run is removed in the same step. Returns the status
+// line that reports them.
+std::string write_results(const Computed& c, bool has_alpha, const std::string& dir) {
     const std::string output = dir + "/output.npy", alpha = dir + "/attn.npy";
-    const bool stale_alpha = !has_alpha && ::access(alpha.c_str(), F_OK) == 0;
-    write_outputs(dir, {{output, &result.output}, {alpha, has_alpha ? &result.weights : nullptr}});
-    std::string status = "wrote " + output + " (" + shape_string(result.output) + ")";
-    if (has_alpha) status += " and " + alpha + " (" + shape_string(result.weights) + ")";
-    if (stale_alpha) status += "; removed " + alpha + " of an earlier run (the fused backend forms no α)";
+    std::vector<std::pair<std::string, const Matrix*>> files = {{output, &c.result.output},
+                                                                {alpha, has_alpha ? &c.result.weights : nullptr}};
+    std::string status = "wrote " + output + " (" + shape_string(c.result.output) + ")";
+    if (has_alpha) status += ", " + alpha + " (" + shape_string(c.result.weights) + ")";
+    for (const char* name : gradient_files) {
+        const std::string path = dir + "/" + name + ".npy";
+        const auto it = std::find_if(c.gradients.begin(), c.gradients.end(),
+                                     [&](const Computed::Gradient& g) { return std::string(g.file) == name; });
+        files.emplace_back(path, it == c.gradients.end() ? nullptr : &it->value);
+        if (it != c.gradients.end()) status += ", " + path + " (" + shape_string(it->value) + ")";
+    }
+    std::string removed;
+    for (const auto& [path, matrix] : files)
+        if (!matrix && ::access(path.c_str(), F_OK) == 0) removed += (removed.empty() ? "" : ", ") + path;
+    write_outputs(dir, files);
+    if (!removed.empty()) status += "; removed " + removed + " of an earlier run (not results of this one)";
     return status;
 }
 
@@ -247,15 +305,19 @@ void report_files(const std::string& status, const std::string& time_line) {
     }
 }
 
-void print_results(const AttentionResult& result, bool has_alpha, int precision) {
+void print_results(const Computed& c, bool has_alpha, int precision) {
     PrintOptions p;
     p.precision = precision;
-    std::cout << "output O (" << shape_string(result.output) << ")\n";
-    print_matrix(std::cout, result.output, p);
+    std::cout << "output O (" << shape_string(c.result.output) << ")\n";
+    print_matrix(std::cout, c.result.output, p);
     if (has_alpha) {
-        std::cout << "\nattention weights α (" << shape_string(result.weights) << ")\n";
-        print_matrix(std::cout, result.weights, p);
+        std::cout << "\nattention weights α (" << shape_string(c.result.weights) << ")\n";
+        print_matrix(std::cout, c.result.weights, p);
     } else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
+    for (const Computed::Gradient& g : c.gradients) {
+        std::cout << "\ngradient " << g.symbol << " = ∂L/∂" << (g.symbol + 1) << " (" << shape_string(g.value) << ")\n";
+        print_matrix(std::cout, g.value, p);
+    }
 }
 
 }  // namespace
@@ -276,7 +338,7 @@ int run_command(std::span<const std::string> args) {
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
     std::vector<Matrix> read = load(files, o, budget);
     clock.lap("read");
-    AttentionResult result;
+    Computed result;
     try {
         result = compute(std::move(read), files, o, budget);
     } catch (const DModelMismatch& e) {  // X against the weights: what PyTorch's layout causes
@@ -286,7 +348,8 @@ int run_command(std::span<const std::string> args) {
     } catch (const std::exception& e) {  // shapes, float range, the budget: told after the files
         throw InputError(files.all() + ": " + e.what());
     }
-    clock.lap(o.x ? "steps 1–6 (the layer)" : "steps 3–6 (attention)");
+    clock.lap(o.grad_output ? (o.x ? "steps 1–6 and grads 6–1 (the layer)" : "steps 3–6 and grads 6–3 (attention)")
+                            : (o.x ? "steps 1–6 (the layer)" : "steps 3–6 (attention)"));
     if (o.out) {
         const std::string status = write_results(result, has_alpha, *o.out);
         clock.lap("write");

@@ -334,3 +334,76 @@ TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output
     CHECK_THAT(empty_out.err, Contains("attn: error: run: --out needs a directory name"));
     check_refused("run", "no input given");
 }
+
+TEST_CASE("attn run --grad-output writes the library's gradients beside output.npy, on every backend",
+          "[cli][run][backward]") {
+    std::mt19937 rng(47);
+    const TempDir dir;
+    const std::size_t n = 6, d_model = 5, d_k = 4, d_v = 3;
+    const attn::Matrix X = random_matrix(n, d_model, rng), W_Q = random_matrix(d_model, d_k, rng),
+                       W_K = random_matrix(d_model, d_k, rng), W_V = random_matrix(d_model, d_v, rng),
+                       dO = random_matrix(n, d_v, rng);
+    const std::string layer = "run --x " + dir.file("x.npy", X) + " --wq " + dir.file("wq.npy", W_Q) + " --wk " +
+                              dir.file("wk.npy", W_K) + " --wv " + dir.file("wv.npy", W_V) + " --grad-output " +
+                              dir.file("do.npy", dO);
+    for (const attn::Backend b : {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel, attn::Backend::fused}) {
+        INFO("backend " << attn::to_string(b));
+        const attn::AttentionOptions options{.causal = true, .backend = b};
+        const auto want = attn::SingleHeadAttention(W_Q, W_K, W_V).forward_backward(X, dO, options);
+        const std::string out = (dir.path / attn::to_string(b)).string();
+        const RunResult r = run_attn(layer + " --causal --backend " + attn::to_string(b) + " --out " + out);
+        REQUIRE(r.status == 0);
+        CHECK_THAT(r.out, Contains("grad_w_q.npy (5×4)") && Contains("grad_x.npy (6×5)"));
+        CHECK(attn::read_matrix(out + "/output.npy") == want.result.output);
+        const std::pair<const char*, const attn::Matrix*> files[] = {
+            {"grad_x", &want.gradients.dX},        {"grad_w_q", &want.gradients.dW_Q},
+            {"grad_w_k", &want.gradients.dW_K},    {"grad_w_v", &want.gradients.dW_V},
+            {"grad_q", &want.gradients.qkv.dQ},    {"grad_k", &want.gradients.qkv.dK},
+            {"grad_v", &want.gradients.qkv.dV}};
+        for (const auto& [name, matrix] : files) {
+            INFO(name);
+            CHECK(attn::read_matrix(out + "/" + name + ".npy") == *matrix);
+        }
+        // From Q, K and V: their gradients only, and the layer's of the earlier run are removed.
+        const auto core = attn::attention_forward_backward(want.projections.Q, want.projections.K,
+                                                           want.projections.V, dO, options);
+        const RunResult r2 = run_attn("run --q " + dir.file("q.npy", want.projections.Q) + " --k " +
+                                      dir.file("k.npy", want.projections.K) + " --v " +
+                                      dir.file("v.npy", want.projections.V) + " --grad-output " + dir.at("do.npy") +
+                                      " --causal --backend " + attn::to_string(b) + " --out " + out);
+        REQUIRE(r2.status == 0);
+        CHECK(attn::read_matrix(out + "/grad_k.npy") == core.gradients.dK);
+        CHECK_FALSE(std::filesystem::exists(out + "/grad_x.npy"));
+        CHECK_THAT(r2.out, Contains("removed ") && Contains("grad_w_q.npy"));
+    }
+    // PyTorch's layout in, PyTorch's layout out: the weights' gradients transposed back.
+    const std::string torch = "run --torch-weights --x " + dir.at("x.npy") + " --wq " +
+                              dir.file("tq.npy", attn::transpose(W_Q)) + " --wk " +
+                              dir.file("tk.npy", attn::transpose(W_K)) + " --wv " +
+                              dir.file("tv.npy", attn::transpose(W_V)) + " --grad-output " + dir.at("do.npy");
+    REQUIRE(run_attn(torch + " --out " + dir.at("t")).status == 0);
+    REQUIRE(run_attn(layer + " --out " + dir.at("l")).status == 0);
+    CHECK(attn::read_matrix(dir.at("t/grad_w_k.npy")) == attn::transpose(attn::read_matrix(dir.at("l/grad_w_k.npy"))));
+    // Printed without --out: every gradient under its symbol.
+    CHECK_THAT(run_attn(layer).out, Contains("gradient dW_V = ∂L/∂W_V (5×3)") && Contains("gradient dX = ∂L/∂X (6×5)"));
+}
+
+TEST_CASE("attn run --grad-output of the wrong shape is refused by its file's name, and nothing is written",
+          "[cli][run][backward][errors]") {
+    std::mt19937 rng(48);
+    const TempDir dir;
+    const attn::Matrix Q = random_matrix(4, 3, rng), V = random_matrix(4, 2, rng);
+    const std::string q = dir.file("q.npy", Q), v = dir.file("v.npy", V);
+    for (const char* backend : {"naive", "fused"}) {
+        const RunResult r = run_attn(std::string("run --backend ") + backend + " --q " + q + " --k " + q + " --v " + v +
+                                     " --grad-output " + dir.file("bad.npy", random_matrix(4, 3, rng)) + " --out " +
+                                     dir.at("o"));
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::StartsWith("attn: error: ") && Contains("bad.npy (4×3) must be 4×2"));
+        CHECK_FALSE(std::filesystem::exists(dir.path / "o"));
+    }
+    const RunResult nan_run = run_attn("run --q " + q + " --k " + q + " --v " + v + " --grad-output " +
+                                       dir.file("nan.npy", attn::Matrix(4, 2, std::nanf(""))));
+    CHECK(nan_run.status == 2);
+    CHECK_THAT(nan_run.err, Contains("nan.npy: NaN at row 1, column 1"));  // the reader refuses it first
+}
