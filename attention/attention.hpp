@@ -111,6 +111,21 @@ struct Buffer;
 }
 void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers);
 
+// Every gradient of one backward pass of the layer, for the walkthrough and the tests (trace_backward).
+struct BackwardTrace {
+    Matrix dO;                    // ∂L/∂O, as given
+    Matrix dV, d_weights;         // grad 6: αᵀ·dO, and dα = dO·Vᵀ
+    Matrix dS_prime;              // grad 5: α ⊙ (dα − rowsum(dα ⊙ α)); 0 where the mask put −∞
+    Matrix dS;                    // grad 4: scale·dS'
+    Matrix dQ, dK;                // grad 3
+    Matrix dW_Q, dW_K, dW_V, dX;  // grads 2 and 1
+};
+
+// layer.forward_backward(X, dO, options) with every gradient kept (attention/trace.cpp); the fused
+// backend keeps no n×n gradients, so asking it is an error (std::invalid_argument).
+BackwardTrace trace_backward(const SingleHeadAttention& layer, const Matrix& X, const Matrix& dO,
+                             const AttentionOptions& options = {});
+
 // layer.forward(X, options) with every intermediate kept (attention/trace.cpp). Backend::fused keeps
 // no n×n intermediates, so asking it for a trace is an error (std::invalid_argument).
 AttentionTrace trace_forward(const SingleHeadAttention& layer, const Matrix& X, const AttentionOptions& options = {});

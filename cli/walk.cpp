@@ -20,6 +20,7 @@
 #include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
+#include "cli/walk_grad.hpp"
 #include "cli/walk_json.hpp"
 #include "cli/walk_text.hpp"
 #include "matrix/norms.hpp"
@@ -38,6 +39,7 @@ struct WalkOptions {
     int precision = 4;
     Color color = Color::automatic;
     bool json = false;  // --format json: the numbers for programs instead of the text
+    bool grad = false;  // --grad: the backward too, for L = ½‖O − T‖² (cli/walk_grad.cpp)
     bool help = false;
 };
 
@@ -51,6 +53,8 @@ WalkOptions parse(std::span<const std::string> args) {
             o.help = true;
         } else if (args[i] == "--causal") {
             o.attention.causal = true;
+        } else if (args[i] == "--grad") {
+            o.grad = true;
         } else if (option_value(args, i, "--lang", v, "walk")) {
             o.lang = parse_lang(v, "walk");
         } else if (option_value(args, i, "--scale", v, "walk")) {
@@ -462,6 +466,7 @@ Options:
   --precision N          digits after the decimal point, 0 to 8 (default 4)
   --color auto|always|never
                          heat map colours (default auto: only on a terminal, never with NO_COLOR)
+  --grad                 then run it backwards: every gradient for the loss L = ½‖O − T‖², T = I
   --format text|json     json: every matrix at full precision, for programs (the docs pages use it)
   -h, --help             this text
 )",
@@ -479,6 +484,7 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
   --precision N          小数位数，0 到 8（默认 4）
   --color auto|always|never
                          热力图颜色（默认 auto：仅在终端中显示，设置 NO_COLOR 时不显示）
+  --grad                 再倒过来算：损失 L = ½‖O − T‖²（T = I）的每个梯度
   --format text|json     json：以完整精度输出所有矩阵，供程序读取（文档页面由此生成）
   -h, --help             显示本帮助
 )");
@@ -487,10 +493,12 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
     if (o.json) {
         const auto tokens = example_tokens(o.lang);
         const WalkText text(o.lang, o.attention.scale);
-        std::cout << walk_json(worked_example::layer(), worked_example::trace(o.attention), o.attention, tokens, &text);
+        std::cout << walk_json(worked_example::layer(), worked_example::trace(o.attention), o.attention, tokens, &text,
+                               o.grad ? backward_walk_json(o.attention) : "");
         return 0;
     }
     std::cout << Walk(o, use_color(o.color)).render();
+    if (o.grad) std::cout << backward_walk_text(o.lang, o.attention, o.precision, example_tokens(o.lang));
     return 0;
 }
 

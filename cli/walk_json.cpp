@@ -45,7 +45,11 @@ std::string vector(std::span<const float> v) {
     return out + "]";
 }
 
-std::string matrix(const Matrix& m) {
+std::string matrix(const Matrix& m) { return json_matrix(m); }
+
+}  // namespace
+
+std::string json_matrix(const Matrix& m) {
     std::string out = "[";
     for (std::size_t i = 0; i < m.rows(); ++i) {
         out += i ? ",\n    [" : "\n    [";
@@ -55,10 +59,8 @@ std::string matrix(const Matrix& m) {
     return out + "]";
 }
 
-}  // namespace
-
 std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t, const AttentionOptions& options,
-                      const std::vector<std::string>& tokens, const WalkText* text) {
+                      const std::vector<std::string>& tokens, const WalkText* text, const std::string& backward) {
     const Matrix& scaled = options.causal ? t.S_masked : t.S_scaled;  // what the softmax was given
     const Matrix by_column = experiments::softmax_columns(scaled);
     std::ostringstream out;
@@ -115,6 +117,7 @@ std::string walk_json(const SingleHeadAttention& layer, const AttentionTrace& t,
                 << json_string(text->marked()[k].second);
         out << "}";
     }
+    if (!backward.empty()) out << ",\n  \"backward\": " << backward;
     out << "\n}\n";
     return out.str();
 }

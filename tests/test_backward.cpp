@@ -11,6 +11,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/worked_example.hpp"
 #include "check_close.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"
@@ -225,4 +226,34 @@ TEST_CASE("the fused forward's log-sum-exp is log Σ_j e^(S'_ij), row by row", "
         want[i][0] = std::log(sum);
     }
     check_close(forward.log_sum_exp, want, 1e-5, 1e-5);
+}
+
+TEST_CASE("the backward trace is the library's backward, step by step", "[backward]") {
+    const bool causal = GENERATE(false, true);
+    const Backend b = GENERATE(Backend::naive, Backend::simd, Backend::parallel);
+    const AttentionOptions options{.causal = causal, .backend = b};
+    INFO("backend " << attn::to_string(b) << (causal ? " causal" : ""));
+    const attn::AttentionTrace forward = attn::worked_example::trace(options);
+    const attn::BackwardTrace t = attn::worked_example::backward_trace(options);
+    const auto pass = attn::worked_example::layer().forward_backward(attn::worked_example::X(), t.dO, options);
+    CHECK(t.dQ == pass.gradients.qkv.dQ);
+    CHECK(t.dW_Q == pass.gradients.dW_Q);
+    CHECK(t.dX == pass.gradients.dX);
+    // dO = O − T; dS = dS'/√d_k; every row of dS' sums to 0 (a softmax ignores a shift of its row)
+    for (std::size_t k = 0; k < t.dO.size(); ++k)
+        CHECK(t.dO.data()[k] == forward.output.data()[k] - attn::worked_example::target().data()[k]);
+    for (std::size_t i = 0; i < t.dS.rows(); ++i) {
+        double row = 0.0;
+        for (std::size_t j = 0; j < t.dS.cols(); ++j) {
+            CHECK(t.dS(i, j) == Approx(t.dS_prime(i, j) / std::sqrt(3.0)).margin(1e-7));
+            if (causal && j > i) CHECK(t.dS_prime(i, j) == 0.0f);
+            row += t.dS_prime(i, j);
+        }
+        CHECK(row == Approx(0.0).margin(1e-6));
+    }
+    // one step against the gradient lowers the loss
+    CHECK(attn::worked_example::loss_after_step(0.1f, options) < attn::worked_example::loss(forward.output));
+    CHECK_THROWS_WITH(attn::trace_backward(attn::worked_example::layer(), attn::worked_example::X(), t.dO,
+                                           {.backend = Backend::fused}),
+                      Catch::Contains("the fused backend never stores dα or dS"));
 }

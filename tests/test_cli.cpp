@@ -407,3 +407,27 @@ TEST_CASE("attn run --grad-output of the wrong shape is refused by its file's na
     CHECK(nan_run.status == 2);
     CHECK_THAT(nan_run.err, Contains("nan.npy: NaN at row 1, column 1"));  // the reader refuses it first
 }
+
+TEST_CASE("attn walk --grad prints the library's gradients of the worked example, in both languages",
+          "[cli][walk][backward]") {
+    for (const bool causal : {false, true}) {
+        const attn::AttentionOptions options{.causal = causal};
+        const attn::BackwardTrace g = attn::worked_example::backward_trace(options);
+        attn::PrintOptions p;
+        p.precision = 4;
+        for (const char* lang : {"en", "zh"}) {
+            INFO(lang << (causal ? " causal" : ""));
+            const RunResult r = run_attn(std::string("walk --grad --lang ") + lang + (causal ? " --causal" : ""));
+            REQUIRE(r.status == 0);
+            CHECK_THAT(r.out, Contains("[grad 2.Q] dW_Q = Xᵀ·dQ (4×3)") && Contains(attn::format_matrix(g.dW_Q, p)));
+            CHECK_THAT(r.out, Contains("[grad 5] dS' = α ⊙ (dα − rowsum(dα ⊙ α)) (3×3)"));
+            CHECK_THAT(r.out, Contains(std::string(lang) == "zh" ? "梯度下降一步" : "One step of gradient descent"));
+            if (causal) CHECK_THAT(r.out, Contains("[grad 4.mask]"));
+        }
+        const std::string json = run_attn(std::string("walk --grad --format json") + (causal ? " --causal" : "")).out;
+        char first[32];  // full float precision, as the JSON writes every number
+        std::snprintf(first, sizeof first, "%.9g", double(g.dW_V(0, 0)));
+        CHECK_THAT(json, Contains("\"backward\": {") && Contains("\"dW_V\": [\n    [" + std::string(first) + ", "));
+    }
+    CHECK_THAT(run_attn("walk --format json").out, !Contains("\"backward\""));
+}
