@@ -163,23 +163,26 @@ std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std
         buffers.push_back({"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                                ", two tiles and a panel each)",
                            checked_product(simd::fused_backward_scratch_bytes(d_k, d_v), team, "fused backward scratch")});
-        buffers.push_back({of("L and D", n, 2) + " of the fused backward", matrix_bytes(n, 2)});
+        buffers.push_back({of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
+        buffers.push_back({of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
         return buffers;
     }
     buffers.push_back({of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it",
                        matrix_bytes(n, m)});
-    if (backend == Backend::naive) {
-        buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6" + on, matrix_bytes(d_v, m)});
-        buffers.push_back({of("αᵀ, then dSᵀ", m, n) + " of grads 6 and 3" + on, matrix_bytes(m, n)});
-    } else {
-        // (Bᵀ·A)ᵀ for Aᵀ·B: Bᵀ and the product before it is transposed back, both thin (d×n, d×m)
-        const std::size_t d = std::max(d_k, d_v);
-        buffers.push_back({of("dOᵀ, then Qᵀ", d, n) + " of grads 6 and 3" + on, matrix_bytes(d, n)});
-        buffers.push_back({of("dVᵀ, then dKᵀ", d, m) + " of grads 6 and 3" + on, matrix_bytes(d, m)});
-        buffers.push_back({"the packed panels of Vᵀ, α, K and dS (grads 6 and 3" + on + ")",
-                           packing_of(packing_of(simd::gemm_scratch_bytes(n, d_v, m), simd::gemm_scratch_bytes(d, n, m)),
-                                      simd::gemm_scratch_bytes(n, m, d_k))});
+    if (backend == Backend::naive) {  // the transposes the formulas name, each built where it is used
+        buffers.push_back({of("αᵀ", m, n) + " of grad 6.V" + on, matrix_bytes(m, n)});
+        buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6.α" + on, matrix_bytes(d_v, m)});
+        buffers.push_back({of("dSᵀ", m, n) + " of grad 3.K" + on, matrix_bytes(m, n)});
+        return buffers;
     }
+    // Aᵀ·B as (Bᵀ·A)ᵀ: Bᵀ, and the product before it is transposed back, all thin
+    buffers.push_back({of("dOᵀ", d_v, n) + " of grad 6.V" + on, matrix_bytes(d_v, n)});
+    buffers.push_back({of("dVᵀ", d_v, m) + " of grad 6.V" + on, matrix_bytes(d_v, m)});
+    buffers.push_back({of("Qᵀ", d_k, n) + " of grad 3.K" + on, matrix_bytes(d_k, n)});
+    buffers.push_back({of("dKᵀ", d_k, m) + " of grad 3.K" + on, matrix_bytes(d_k, m)});
+    buffers.push_back({"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
+                       packing_of(packing_of(simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m)),
+                                  packing_of(simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)))});
     return buffers;
 }
 
@@ -190,17 +193,25 @@ std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_mod
                                    {of("dW_K", d_model, d_k) + " of grad 2", matrix_bytes(d_model, d_k)},
                                    {of("dW_V", d_model, d_v) + " of grad 2", matrix_bytes(d_model, d_v)},
                                    {of("dX", n, d_model) + " of grad 1", matrix_bytes(n, d_model)},
-                                   {of("one path of dX", n, d_model) + " of grad 1", matrix_bytes(n, d_model)}};
-    const std::size_t d = std::max(d_k, d_v);
-    if (backend == Backend::naive) {
-        buffers.push_back({of("Xᵀ", d_model, n) + " of grad 2" + on, matrix_bytes(d_model, n)});
-        buffers.push_back({of("a weight's transpose", d, d_model) + " of grad 1" + on, matrix_bytes(d, d_model)});
-    } else {
-        buffers.push_back({of("dQᵀ, dKᵀ or dVᵀ", d, n) + " of grad 2" + on, matrix_bytes(d, n)});
-        buffers.push_back({of("dW_Qᵀ, dW_Kᵀ or dW_Vᵀ", d, d_model) + " of grad 2" + on, matrix_bytes(d, d_model)});
-        buffers.push_back({"the packed panels of X and the weights (grads 2 and 1" + on + ")",
-                           packing_of(simd::gemm_scratch_bytes(d, n, d_model), simd::gemm_scratch_bytes(n, d, d_model))});
+                                   {of("dK·W_Kᵀ", n, d_model) + " of grad 1", matrix_bytes(n, d_model)},
+                                   {of("dV·W_Vᵀ", n, d_model) + " of grad 1", matrix_bytes(n, d_model)}};
+    // Each weight's gradient and its path back to X: W_Q and W_K are d_k wide, W_V d_v.
+    const std::pair<const char*, std::size_t> weights[] = {{"Q", d_k}, {"K", d_k}, {"V", d_v}};
+    for (const auto& [w, d] : weights) {
+        const std::string W = std::string("W_") + w, dM = std::string("d") + w;
+        if (backend == Backend::naive) {  // the transposes the formulas name
+            buffers.push_back({of("Xᵀ", d_model, n) + " of grad 2." + w + on, matrix_bytes(d_model, n)});
+            buffers.push_back({of((W + "ᵀ").c_str(), d, d_model) + " of grad 1" + on, matrix_bytes(d, d_model)});
+        } else {  // Xᵀ·dM as (dMᵀ·X)ᵀ: both thin
+            buffers.push_back({of((dM + "ᵀ").c_str(), d, n) + " of grad 2." + w + on, matrix_bytes(d, n)});
+            buffers.push_back({of(("d" + W + "ᵀ").c_str(), d, d_model) + " of grad 2." + w + on, matrix_bytes(d, d_model)});
+        }
     }
+    if (backend != Backend::naive)
+        buffers.push_back({"the packed panels of X and the weights (grads 2 and 1" + on + ")",
+                           packing_of(simd::gemm_scratch_bytes(d_k, n, d_model),
+                                      packing_of(simd::gemm_scratch_bytes(n, d_k, d_model),
+                                                 simd::gemm_scratch_bytes(n, d_v, d_model)))});
     return buffers;
 }
 

@@ -142,6 +142,51 @@ TEST_CASE("every buffer the chain allocates was charged to the budget first, on 
     }
 }
 
+TEST_CASE("every buffer the backward allocates was charged first, on every backend", "[limits][budget][backward]") {
+    std::mt19937 rng(59);
+    const std::size_t n = 300, d_model = 50, d_k = 40, d_v = 24;
+    const Matrix X = attn::random_matrix(n, d_model, rng), dO = attn::random_matrix(n, d_v, rng);
+    const attn::SingleHeadAttention layer(attn::random_matrix(d_model, d_k, rng),
+                                          attn::random_matrix(d_model, d_k, rng),
+                                          attn::random_matrix(d_model, d_v, rng));
+    const auto p = layer.project(X);
+    (void)attn::simd::blocking();
+    for (const Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        for (const bool whole_layer : {false, true}) {
+            INFO(attn::to_string(b) << (whole_layer ? ", the layer's forward and backward" : ", the core's"));
+            attn::MemoryBudget budget(std::uint64_t{1} << 30, "the test's budget");
+            const auto allocations = allocations_of([&] {
+                const attn::AttentionOptions options{.causal = whole_layer, .backend = b, .budget = &budget};
+                if (whole_layer) (void)layer.forward_backward(X, dO, options);
+                else (void)attn::attention_forward_backward(p.Q, p.K, p.V, dO, options);
+            });
+            INFO(listing(budget, allocations));
+            if (ATTN_COUNTS_ALLOCATIONS) {
+                CHECK(!allocations.empty());
+                CHECK(uncharged(allocations, budget) == 0);
+            }
+            const auto charged = [&](const std::string& start) {
+                return std::any_of(budget.charges().begin(), budget.charges().end(),
+                                   [&](const auto& c) { return c.what.starts_with(start); });
+            };
+            CHECK(charged("dQ (300×40)"));
+            CHECK(charged(b == Backend::fused ? "the fused backward's scratch" : "dα, then dS (300×300)"));
+            if (whole_layer) CHECK(charged("dW_Q (50×40)"));
+        }
+    }
+}
+
+TEST_CASE("a budget too small for the backward refuses before the first step, naming the buffer",
+          "[limits][budget][backward]") {
+    std::mt19937 rng(60);
+    const Matrix Q = attn::random_matrix(300, 40, rng), V = attn::random_matrix(300, 8, rng),
+                 dO = attn::random_matrix(300, 8, rng);
+    // the forward's S/α (360000 bytes) fits; the backward's dα/dS beside it does not
+    attn::MemoryBudget budget(600000, "the test's budget");
+    CHECK_THROWS_WITH(attn::attention_forward_backward(Q, Q, V, dO, {.backend = Backend::parallel, .budget = &budget}),
+                      Catch::Contains("dα, then dS (300×300)") && Catch::Contains("the test's budget"));
+}
+
 TEST_CASE("a budget too small refuses before the first step, naming the buffer", "[limits][budget]") {
     std::mt19937 rng(58);
     const Matrix Q = attn::random_matrix(300, 40, rng), K = attn::random_matrix(300, 40, rng);

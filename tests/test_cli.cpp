@@ -402,6 +402,15 @@ TEST_CASE("attn run --grad-output of the wrong shape is refused by its file's na
         CHECK_THAT(r.err, Catch::StartsWith("attn: error: ") && Contains("bad.npy (4×3) must be 4×2"));
         CHECK_FALSE(std::filesystem::exists(dir.path / "o"));
     }
+    // --max-memory covers the backward: refused before any work, the buffer named, nothing written
+    const attn::Matrix big = random_matrix(300, 8, rng);
+    const std::string b = dir.file("b.npy", big);
+    const RunResult limited = run_attn("run --q " + b + " --k " + b + " --v " + b + " --grad-output " + b +
+                                       " --max-memory 500K --out " + dir.at("o"));
+    CHECK(limited.status == 2);
+    CHECK_THAT(limited.err, Contains("dα, then dS (300×300)") && Contains("--max-memory"));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "o"));
+    CHECK(run_attn("run --q " + b + " --k " + b + " --v " + b + " --max-memory 500K").status == 0);  // the forward fits
     const RunResult nan_run = run_attn("run --q " + q + " --k " + q + " --v " + v + " --grad-output " +
                                        dir.file("nan.npy", attn::Matrix(4, 2, std::nanf(""))));
     CHECK(nan_run.status == 2);
