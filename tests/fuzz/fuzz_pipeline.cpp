@@ -3,7 +3,8 @@
 // allocate, and run through every backend. A bug is anything but a clean refusal or a result that
 // agrees with the naive backend: a crash, a sanitizer report, a hang, an allocation past the budget
 // (libFuzzer's -rss_limit_mb), backends that refuse differently, a non-finite output, or outputs
-// further apart than the float32 bound below.
+// further apart than the float32 bound below. The backward runs too, for L = ½‖O‖² (dO = O), under
+// the same rules.
 //
 // Input layout: byte 0 = options (bit 0 causal, bits 1–2 scale, bit 3 CSV instead of .npy, bit 4
 // full layer instead of core); then 3 or 4 files, each a 2-byte little-endian length and its bytes.
@@ -78,6 +79,54 @@ void check_close(const Matrix& a, const Matrix& b, double tolerance, const char*
     for (std::size_t k = 0; k < a.size(); ++k) {
         if (!std::isfinite(a.data()[k]) || !std::isfinite(b.data()[k])) bug("non-finite output");
         if (std::fabs(double(a.data()[k]) - b.data()[k]) > tolerance) bug(what);
+    }
+}
+
+// The backward of the same call on every backend, for dO = O (L = ½‖O‖²): charged first, refused alike,
+// and dQ, dK, dV within a float32 bound of naive's. Each gradient sums at most max(n, m) + d terms,
+// each bounded by the norms of the rows it multiplies (attention/guards.cpp), and every weight
+// carries the scores' relative error 2δ: compared where δ is small, like the forward.
+void backward_on_every_backend(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                               const attn::AttentionOptions& base, const attn::MemoryBudget& budget) {
+    const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
+    if (2.0 * double(n) * double(m) * (2.0 * double(d_k) + 3.0 * double(d_v) + 8.0) > max_flops) return;
+    try {
+        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+            attn::MemoryBudget one_run = budget;
+            attn::charge(one_run, attn::backends::attention_buffers(n, m, d_k, d_v, b, true));
+            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, m, d_k, d_v, b));
+        }
+    } catch (const std::length_error&) {
+        return;
+    }
+    struct Gradients {
+        std::optional<attn::AttentionGradients> g;
+        std::string refusal;
+    };
+    const auto run = [&](Backend b) -> Gradients {
+        attn::AttentionOptions o = base;
+        o.backend = b;
+        try {
+            return {attn::attention_forward_backward(Q, K, V, dO, o).gradients, ""};
+        } catch (const std::exception& e) {
+            return {std::nullopt, e.what()};
+        }
+    };
+    const Gradients naive = run(Backend::naive);
+    const double c = attn::scale_factor(base.scale, d_k);
+    const double q = attn::max_row_norm(Q), k = attn::max_row_norm(K), v = attn::max_row_norm(V),
+                 g = attn::max_row_norm(dO);
+    const double delta = 2.0 * (double(d_k) + 2) * eps * q * k * c;
+    const double terms = double(std::max(n, m) + std::max(d_k, d_v)) + 8;
+    const double error = 8.0 * delta + 8.0 * terms * eps;  // relative to each gradient's bound below
+    for (Backend b : fast_backends) {
+        const Gradients got = run(b);
+        if (naive.g.has_value() != got.g.has_value() || naive.refusal != got.refusal)
+            bug("backends refuse the backward differently");
+        if (!naive.g || delta > 0.01) continue;
+        check_close(got.g->dV, naive.g->dV, error * double(n) * g + 1e-30, "dV disagrees with naive");
+        check_close(got.g->dQ, naive.g->dQ, error * 2.0 * double(m) * g * v * k * c + 1e-30, "dQ disagrees with naive");
+        check_close(got.g->dK, naive.g->dK, error * 2.0 * double(n) * g * v * q * c + 1e-30, "dK disagrees with naive");
     }
 }
 
@@ -183,5 +232,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_close(*got.output, *naive.output, v * (4.0 * delta + 4.0 * (double(K.rows()) + 8) * eps) + 1e-30,
                     "a backend disagrees with naive beyond the float32 bound");
     }
+    if (naive.output) backward_on_every_backend(Q, K, V, *naive.output, base, budget);
     return 0;
 }
