@@ -67,6 +67,8 @@ def collect(runs):
             column = "simd"  # the one-thread kernel, against the one-thread peak
         elif family == "scale_folding":
             column = "folded" if args.pop("folded") else "separate pass"
+        elif family == "torch_backward":
+            column = "pytorch"  # bench/tools/torch_backward.py, added to the same run's JSON
         else:
             column = BACKENDS[args.pop("backend")]
         table[(family, tuple(args.items()))][column] = (to_ms(r), gflops, r.get("peak_rss_MiB"))
@@ -74,7 +76,7 @@ def collect(runs):
 
 
 def peak_for(column, peak):
-    threads = 2 if column in ("parallel", "fused", "openblas-2t") else 1
+    threads = 2 if column in ("parallel", "fused", "openblas-2t", "pytorch") else 1
     return peak.get(threads)
 
 
@@ -197,6 +199,7 @@ def page(context, runs):
     for n in (1024, 4096, 16384):
         out.append(f"| {n} | " + " | ".join(cell(key("core_long", n=n, causal=c), b, True)
                                             for c in (0, 1) for b in ("parallel", "fused")) + " |")
+    out += backward_markdown(table, cell, key)
     if steps:
         out.append(steps_markdown(steps, peak).rstrip().replace("### gemm_steps (1024×1024×1024, 1 thread)",
                                                                   "### The GEMM, one step at a time (`BM_gemm_steps`, 1024³, 1 thread)"))
@@ -221,6 +224,29 @@ def page(context, runs):
                    f"{100 * tile[1] / peak[1]:.0f}% of the 1-thread peak: the ceiling of every product.")
     out += ["", PAGE_END]
     return "\n".join(out) + "\n"
+
+
+def backward_markdown(table, cell, key):
+    """The backward's table: BM_backward per backend and, when the run has it, PyTorch's autograd of the
+    same expression (bench/tools/torch_backward.py) with the fused backward's speed-up over it."""
+    if not any(k[0] == "backward" for k in table):
+        return []
+    out = ["", "### The backward: GFLOP/s (% of the peak), peak RSS of the process, d = 64 (`BM_backward`)", "",
+           "| n | naive, 1 thread | simd, 1 thread | parallel, 2 threads | fused, 2 threads | PyTorch autograd, 2 threads | fused against PyTorch |",
+           "|---|---|---|---|---|---|---|"]
+    for n in (256, 1024, 2048, 4096, 16384):
+        row = table.get(key("backward", n=n, d=64), {})
+        if not row:
+            continue
+        torch_run = table.get(key("torch_backward", n=n, d=64), {}).get("pytorch")
+        ratio = f"{torch_run[0] / row['fused'][0]:.2f}× faster" if torch_run and "fused" in row else "–"
+        out.append(f"| {n} | " + " | ".join(cell(key("backward", n=n, d=64), c, c == "fused") for c in
+                                            ("naive", "simd", "parallel", "fused")) +
+                   f" | {cell(key('torch_backward', n=n, d=64), 'pytorch')} | {ratio} |")
+    out += ["", "GFLOP/s counted as 8·n²·d for the materialised backends and PyTorch (the four products), "
+            "10·n²·d for the fused one (the four and one recomputation of S; it executes 14·n²·d). "
+            "The speed-up compares times."]
+    return out
 
 
 def replace_page_part(md_path, json_path):

@@ -56,6 +56,9 @@ TARGETS = [
     Target("fused core, n = 16384, causal", "BM_core_long/fused/n:16384/causal:1", 2, 75),
     Target("materialised core, n = 2048", "BM_core/parallel/n:2048/d:64", 2, 72),
     Target("GEMM 1024³", "BM_matmul_square/simd/n:1024/d:1024", 1, 90),
+    Target("fused backward, n = 2048", "BM_backward/fused/n:2048/d:64", 2, 50),
+    Target("fused backward, n = 4096", "BM_backward/fused/n:4096/d:64", 2, 50),
+    Target("materialised backward, n = 2048", "BM_backward/parallel/n:2048/d:64", 2, 45),
 ]
 
 # What the products' register tile reaches with nothing to fetch from L2 (12 rows: AVX-512's tall
