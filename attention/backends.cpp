@@ -159,10 +159,13 @@ std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std
                                    {of("dK", m, d_k) + " of grad 3", matrix_bytes(m, d_k)},
                                    {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
     if (backend == Backend::fused) {
-        const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
+        const std::size_t team = simd::fused_backward_team_size(n, m, d_k);
         buffers.push_back({"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                               ", two tiles and a panel each)",
-                           checked_product(simd::fused_backward_scratch_bytes(d_k, d_v), team, "fused backward scratch")});
+                               ", two tiles, a panel and a block of Kᵀ each)",
+                           checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")});
+        buffers.push_back({std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) +
+                               " each) of the fused backward",
+                           checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")});
         buffers.push_back({of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
         buffers.push_back({of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
         return buffers;

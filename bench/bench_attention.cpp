@@ -192,8 +192,8 @@ void BM_core_long(benchmark::State& st, Backend b) {
 // The backward of the core, dQ, dK, dV from dO (attention/backward.cpp), after one untimed forward that
 // keeps what it needs, into buffers reused from one call to the next (one untimed call first). Flops: the materialised backends' four products (dV = αᵀ·dO, dα = dO·Vᵀ,
 // dQ = dS·K, dK = dSᵀ·Q) are 8·n²·d; the fused one is counted 10·n²·d, those four and one recomputation
-// of S, the usual count for this algorithm (its two passes in fact recompute S and dP once more: 14·n²·d,
-// simd/fused_backward.cpp). With the process's peak resident memory while it ran.
+// of S (simd/fused_backward.cpp), the usual count for this algorithm. With the process's peak resident
+// memory while it ran.
 void BM_backward(benchmark::State& st, Backend b) {
     const std::size_t n = arg(st, 0), d = arg(st, 1);
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3),

@@ -249,6 +249,10 @@ std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t thread
     return std::clamp(size, MR, most);
 }
 
+std::size_t fused_backward_keys_per_block(std::size_t m, const Blocking& b) {
+    return balanced_rows(m, b.fused_rows, dq_lanes, 1);
+}
+
 std::string describe(const Caches& c) {
     const auto level = [](const char* name, const CacheLevel& l) {
         std::string s = std::string(name) + " " + kib(l.bytes) + " " + std::to_string(l.ways) + "-way";

@@ -78,6 +78,13 @@ const Blocking& blocking();
 // dynamic scheduling several blocks per thread also even out blocks of unequal cost (causal).
 std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t threads, std::size_t blocks_per_thread);
 
+// The fused backward (simd/fused_backward.cpp) deals its blocks of keys to dq_lanes copies of dQ, and
+// a block holds at most as many keys as the fused forward's block holds queries, in blocks enough
+// for one per lane (BM_backward/fused: smaller blocks, two per lane, were slower). Both follow from
+// the problem alone, never from the team, so every sum runs in one order for any number of threads.
+inline constexpr std::size_t dq_lanes = 4;
+std::size_t fused_backward_keys_per_block(std::size_t m, const Blocking& b);
+
 // "L1d 48 KiB 12-way, L2 2 MiB 16-way, L3 260 MiB 20-way shared by 2 (sysfs)"
 std::string describe(const Caches& c);
 // "wide: kc 720, nc 352; narrow: 1590 rows × 288 deep; fused: 906 query rows × 288 keys"

@@ -159,13 +159,21 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k) {
         checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
     return checked_product(floats, sizeof(float), "fused scratch");
 }
-std::uint64_t fused_backward_scratch_bytes(std::size_t d_k, std::size_t d_v) {
-    const std::size_t BR = blocking().fused_rows, BC = blocking().panel_kc, NR = tile_columns();
-    // per thread (simd/fused_backward.cpp): two tiles of BR×BC (scores, gradients) and one panel of
-    // max(d_k, d_v, BC)×NR; the two floats per query row are counted by the caller, who knows n
+std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v) {
+    const std::size_t block = fused_backward_keys_per_block(m, blocking()), BC = blocking().panel_kc,
+                      NR = tile_columns();
+    // per thread (simd/fused_backward.cpp): two tiles of block×BC (scores, gradients), each padded by
+    // NR, one panel of max(d_k, d_v, BC)×NR, and the block's Kᵀ (d_k×block); the lanes' dQᵀ and the
+    // two floats per query row are counted by the caller, who knows n
+    const char* what = "fused backward scratch";
     const std::uint64_t floats = checked_sum(
-        checked_product(std::max({d_k, d_v, BC}), NR, "fused backward scratch"), 2 * BR * BC, "fused backward scratch");
-    return checked_product(floats, sizeof(float), "fused backward scratch");
+        checked_sum(checked_product(std::max({d_k, d_v, BC}), NR, what), checked_product(d_k, block, what), what),
+        2 * (block * BC + NR), what);
+    return checked_product(floats, sizeof(float), what);
+}
+
+std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k) {
+    return fused_backward_team(n, m, d_k);
 }
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
     active().softmax_rows_in_place(S, scale, threads);

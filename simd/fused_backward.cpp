@@ -12,24 +12,26 @@
 //     dS' = P ⊙ (dP − D)   (grad 5)       dV += Pᵀ·dO   (grad 6.V)
 //     dK += dS'ᵀ·Q         (grad 3.K)     dQ += dS'·K   (grad 3.Q)      (and dS = scale·dS', grad 4)
 //
-// Two passes, so that every element of dQ, dK and dV is summed by one thread (no atomics, and the
-// same bits for any number of threads, like every kernel of simd/):
-//   pass 1, a team over blocks of keys: each block of K and V stays put while the queries stream
-//           past in tiles; its rows of dK and dV are complete when the last tile has gone by;
-//   pass 2, a team over blocks of queries: the keys stream past, and dQ's rows are complete.
-// Pass 1 computes its tiles transposed (keys down, queries across: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ), so
-// that Pᵀ and dS'ᵀ come out row by row as the products dV += Pᵀ·dO and dK += dS'ᵀ·Q read them: no
-// tile is ever transposed. The price of two passes is recomputing S and dP once more: 14·n·m·d
-// flops in all (d_k = d_v = d) against the 8·n·m·d of the materialised backward's four products.
-// BM_backward/fused counts 10·n·m·d (the four products and one recomputation of S, the usual count
-// for this algorithm), so its GFLOPs are comparable with other implementations' figures.
+// One pass over blocks of keys. Each block of K and V stays put while the queries stream past in
+// tiles; its rows of dK and dV are complete when the last tile has gone by, summed by the one
+// thread that owns the block. dQ is the hard part: every block of keys adds to every row of it.
+// FlashAttention-2 adds with atomics, whose order, and so whose rounding, changes from run to run.
+// Here the blocks of keys are dealt round-robin to a fixed number of lanes (dq_lanes, whatever the
+// number of threads); each lane sums its blocks' contributions, in block order, into a dQ of its
+// own, and the lanes are added in lane order at the end: the same bits for any number of threads,
+// like every kernel of simd/. The price is dq_lanes copies of dQ (d_k·n floats each).
 //
-// Causal: a query tile wholly before a key block, or a key tile wholly after a query block, is never
-// visited; in a tile that crosses the diagonal, P and dS' are set to 0 past it (a masked α is 0,
-// and so is its gradient).
+// The tiles are computed transposed (keys down, queries across: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ), so that
+// Pᵀ and dS'ᵀ come out row by row as dV += Pᵀ·dO and dK += dS'ᵀ·Q read them, and dQ is summed
+// transposed, dQᵀ += Kᵀ·dS'ᵀ, reading dS'ᵀ's rows in place: no tile is ever transposed. Work: the
+// four products and one recomputation of S, 10·n·m·d flops (d_k = d_v = d), what BM_backward/fused
+// counts.
 //
-// Extra memory: D and L in base 2 (two floats per query row), and per thread two score tiles of
-// fused_rows × panel_kc and one packed panel: fused_backward_scratch_bytes in simd/dispatch.cpp.
+// Causal: a query tile wholly before a block of keys is never visited; in a tile that crosses the
+// diagonal, P and dS' are set to 0 past it (a masked α is 0, and so is its gradient).
+//
+// Extra memory: L in base 2 and D (two floats per query row), the lanes' dQᵀ, and per thread two
+// tiles and two panels: fused_backward_scratch_bytes in simd/dispatch.cpp.
 #include <algorithm>
 #include <cmath>
 
@@ -46,20 +48,21 @@ namespace {
 
 using Buffer = ScratchBuffer;
 
-// One thread's scratch, kept from call to call: the score tile (S, then P), the gradient tile
-// (dP, then dS'), and one packed panel.
+// One thread's scratch, kept from call to call: the score tile (Sᵀ, then Pᵀ) and the gradient tile
+// (dPᵀ, then dS'ᵀ), each padded by NR floats (dQᵀ's product reads whole panels of dS'ᵀ's rows), one
+// packed panel, and the block's Kᵀ.
 struct Scratch {
-    Buffer scores, gradients, panel;
-    void fit(std::size_t tile_floats, std::size_t panel_floats) {
-        for (auto [b, n] : {std::pair{&scores, tile_floats}, {&gradients, tile_floats}, {&panel, panel_floats}})
+    Buffer scores, gradients, panel, keys_transposed;
+    void fit(std::size_t tile_floats, std::size_t panel_floats, std::size_t key_floats) {
+        for (auto [b, n] : {std::pair{&scores, tile_floats}, {&gradients, tile_floats}, {&panel, panel_floats},
+                            {&keys_transposed, key_floats}})
             if (b->size() < n) grow_exactly(*b, n);
     }
 };
 
-// Each thread's own, shared by both passes.
-Scratch& thread_scratch(std::size_t tile_floats, std::size_t panel_floats) {
+Scratch& thread_scratch(std::size_t tile_floats, std::size_t panel_floats, std::size_t key_floats) {
     thread_local Scratch scratch;
-    scratch.fit(tile_floats, panel_floats);
+    scratch.fit(tile_floats, panel_floats, key_floats);
     return scratch;
 }
 
@@ -69,7 +72,7 @@ struct Problem {
     const float* D;  // do_i·o_i
     float scale_log2e;
     bool causal;
-    std::size_t block, tile;  // rows of a block (keys in pass 1, queries in pass 2), rows of a streamed tile
+    std::size_t block, tile;  // keys per block, queries per streamed tile (the tiles' row stride)
 };
 
 // C (rows×cols, row stride ldc) = factor·A·B[b0 .. b0+cols)ᵀ: A's rows against rows of B, B packed
@@ -98,86 +101,75 @@ void times(const float* A, std::size_t lda, std::size_t rows, std::size_t depth,
     }
 }
 
-// [fused gradient tile] P = 2^(t − L), dS' = P ⊙ (dP − D) on a rows×cols tile (row stride ld), in
-// place: t becomes P, dP becomes dS'. L and D belong to the queries: one per row of the tile
-// (`per_column` false), or one per column (true: pass 1's transposed tiles).
+// [fused gradient tile] Pᵀ = 2^(tᵀ − L), dS'ᵀ = Pᵀ ⊙ (dPᵀ − D) on a keys×queries tile (row stride
+// ld), in place: tᵀ becomes Pᵀ, dPᵀ becomes dS'ᵀ. L and D belong to the queries, one per column.
 void softmax_gradient_tile(float* t, float* dp, std::size_t rows, std::size_t cols, std::size_t ld, const float* L,
-                           const float* D, bool per_column) {
+                           const float* D) {
     for (std::size_t r = 0; r < rows; ++r) {
         float* tr = t + r * ld;
         float* dr = dp + r * ld;
         std::size_t c = 0;
         for (; c + W <= cols; c += W) {
-            const Batch l = per_column ? Batch::load_unaligned(L + c) : Batch(L[r]);
-            const Batch d = per_column ? Batch::load_unaligned(D + c) : Batch(D[r]);
-            const Batch p = softmax_exp2(Batch::load_unaligned(tr + c) - l);
+            const Batch p = softmax_exp2(Batch::load_unaligned(tr + c) - Batch::load_unaligned(L + c));
             p.store_unaligned(tr + c);
-            (p * (Batch::load_unaligned(dr + c) - d)).store_unaligned(dr + c);
+            (p * (Batch::load_unaligned(dr + c) - Batch::load_unaligned(D + c))).store_unaligned(dr + c);
         }
         for (; c < cols; ++c) {  // the tail, through the same exponential: a batch padded with zeros
-            const std::size_t q = per_column ? c : r;
             alignas(64) float lane[W] = {};
-            lane[0] = tr[c] - L[q];
+            lane[0] = tr[c] - L[c];
             const float p = softmax_exp2(Batch::load_aligned(lane)).get(0);
             tr[c] = p;
-            dr[c] = p * (dr[c] - D[q]);
+            dr[c] = p * (dr[c] - D[c]);
         }
     }
 }
 
-// Causal, on a tile that crosses the diagonal: P and dS' are 0 wherever the key comes after the query.
-// Rows are queries q0 + r and columns keys k0 + c, or (transposed) rows keys and columns queries.
+// Causal, on a tile that crosses the diagonal: Pᵀ and dS'ᵀ are 0 wherever the key (row k0 + r) comes
+// after the query (column q0 + c).
 void zero_future(float* t, float* dp, std::size_t rows, std::size_t cols, std::size_t ld, std::size_t q0,
-                 std::size_t k0, bool transposed) {
+                 std::size_t k0) {
     for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < cols; ++c) {
-            const std::size_t query = transposed ? q0 + c : q0 + r, key = transposed ? k0 + r : k0 + c;
-            if (key > query) t[r * ld + c] = dp[r * ld + c] = 0.0f;
-        }
+        for (std::size_t c = 0; c < cols; ++c)
+            if (k0 + r > q0 + c) t[r * ld + c] = dp[r * ld + c] = 0.0f;
+}
+
+// dQᵀ[·, q0 .. q0+queries) += Kᵀ·dS'ᵀ: Kᵀ (d_k×keys, row stride `block`) against the tile's rows,
+// read in place, NR queries at a time (the padding of Scratch covers the last panel's overhang).
+void add_query_gradients(const Problem& p, std::size_t keys, std::size_t q0, std::size_t queries, const Scratch& s,
+                         float* dQt, std::size_t n) {
+    const std::size_t d_k = p.Q.cols();
+    for (std::size_t q = 0; q * NR < queries; ++q)
+        for (std::size_t r = 0; r < d_k; r += TALL)
+            run_strip_microkernel(std::min(TALL, d_k - r), keys, s.keys_transposed.data() + r * p.block, p.block,
+                                  s.gradients.data() + q * NR, p.tile, dQt + r * n + q0 + q * NR, n,
+                                  std::min(NR, queries - q * NR), false, false, 1.0f);
+}
+
+// Rows [j0, j0+keys) of dK and dV, and this block's part of dQᵀ, as the queries stream past in tiles.
+void key_block(const Problem& p, std::size_t j0, std::size_t keys, Matrix& dK, Matrix& dV, float* dQt, Scratch& s) {
+    const std::size_t n = p.Q.rows(), d_k = p.Q.cols(), ld = p.tile;
+    for (std::size_t j = 0; j < keys; ++j)  // Kᵀ of the block, for dQᵀ's product
+        for (std::size_t c = 0; c < d_k; ++c) s.keys_transposed[c * p.block + j] = p.K(j0 + j, c);
+    const std::size_t first_tile = p.causal ? j0 / p.tile * p.tile : 0;  // earlier queries see none of these keys
+    for (std::size_t i0 = first_tile; i0 < n; i0 += p.tile) {
+        const std::size_t queries = std::min(p.tile, n - i0);
+        // Sᵀ = scale·log₂e·K·Qᵀ and dPᵀ = V·dOᵀ for the tile: keys down, queries across
+        times_transposed(p.K.row(j0).data(), p.K.cols(), keys, p.Q, i0, queries, p.scale_log2e, s.scores.data(), ld,
+                         s.panel);
+        times_transposed(p.V.row(j0).data(), p.V.cols(), keys, p.dO, i0, queries, 1.0f, s.gradients.data(), ld,
+                         s.panel);
+        softmax_gradient_tile(s.scores.data(), s.gradients.data(), keys, queries, ld, p.L + i0, p.D + i0);
+        if (p.causal && j0 + keys > i0 + 1) zero_future(s.scores.data(), s.gradients.data(), keys, queries, ld, i0, j0);
+        const bool first = i0 == first_tile;
+        times(s.scores.data(), ld, keys, queries, p.dO, i0, first, dV.row(j0).data(), dV.cols(), s.panel);     // dV += Pᵀ·dO
+        times(s.gradients.data(), ld, keys, queries, p.Q, i0, first, dK.row(j0).data(), dK.cols(), s.panel);  // dK += dS'ᵀ·Q
+        add_query_gradients(p, keys, i0, queries, s, dQt, n);                                                   // dQᵀ += Kᵀ·dS'ᵀ
+    }
 }
 
 void scale_rows(Matrix& M, std::size_t r0, std::size_t rows, float factor) {
     float* x = M.row(r0).data();
     for (std::size_t k = 0; k < rows * M.cols(); ++k) x[k] *= factor;
-}
-
-// The tile of queries [q0, q0+queries) against keys [k0, k0+keys): P in s.scores and dS' in
-// s.gradients, queries down and keys across (S = Q·Kᵀ, dP = dO·Vᵀ), or `transposed`, keys down and
-// queries across (Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ). Row stride: p.tile.
-void probabilities_and_gradients(const Problem& p, std::size_t q0, std::size_t queries, std::size_t k0,
-                                 std::size_t keys, bool transposed, Scratch& s) {
-    const Matrix &A = transposed ? p.K : p.Q, &B = transposed ? p.Q : p.K;     // scores: A·Bᵀ
-    const Matrix &dA = transposed ? p.V : p.dO, &dB = transposed ? p.dO : p.V;  // their gradients: dA·dBᵀ
-    const std::size_t a0 = transposed ? k0 : q0, b0 = transposed ? q0 : k0;
-    const std::size_t rows = transposed ? keys : queries, cols = transposed ? queries : keys;
-    times_transposed(A.row(a0).data(), A.cols(), rows, B, b0, cols, p.scale_log2e, s.scores.data(), p.tile, s.panel);
-    times_transposed(dA.row(a0).data(), dA.cols(), rows, dB, b0, cols, 1.0f, s.gradients.data(), p.tile, s.panel);
-    softmax_gradient_tile(s.scores.data(), s.gradients.data(), rows, cols, p.tile, p.L + q0, p.D + q0, transposed);
-    if (p.causal && k0 + keys > q0 + 1)
-        zero_future(s.scores.data(), s.gradients.data(), rows, cols, p.tile, q0, k0, transposed);
-}
-
-// Pass 1: rows [j0, j0+keys) of dK and dV, as queries stream past in tiles.
-void key_block(const Problem& p, std::size_t j0, std::size_t keys, Matrix& dK, Matrix& dV, Scratch& s) {
-    const std::size_t n = p.Q.rows(), ld = p.tile;
-    const std::size_t first_tile = p.causal ? j0 / p.tile * p.tile : 0;  // earlier queries see none of these keys
-    for (std::size_t i0 = first_tile; i0 < n; i0 += p.tile) {
-        const std::size_t queries = std::min(p.tile, n - i0);
-        probabilities_and_gradients(p, i0, queries, j0, keys, true, s);  // Pᵀ and dS'ᵀ: keys down
-        const bool first = i0 == first_tile;
-        times(s.scores.data(), ld, keys, queries, p.dO, i0, first, dV.row(j0).data(), dV.cols(), s.panel);     // dV += Pᵀ·dO
-        times(s.gradients.data(), ld, keys, queries, p.Q, i0, first, dK.row(j0).data(), dK.cols(), s.panel);  // dK += dS'ᵀ·Q
-    }
-}
-
-// Pass 2: rows [i0, i0+queries) of dQ, as keys stream past in tiles.
-void query_block(const Problem& p, std::size_t i0, std::size_t queries, Matrix& dQ, Scratch& s) {
-    const std::size_t end = p.causal ? std::min(p.K.rows(), i0 + queries) : p.K.rows();
-    for (std::size_t j0 = 0; j0 < end; j0 += p.tile) {
-        const std::size_t keys = std::min(p.tile, end - j0);
-        probabilities_and_gradients(p, i0, queries, j0, keys, false, s);  // P and dS': queries down
-        times(s.gradients.data(), p.tile, queries, keys, p.K, j0, j0 == 0, dQ.row(i0).data(), dQ.cols(), s.panel);  // dQ += dS'·K
-    }
 }
 
 }  // namespace
@@ -189,8 +181,8 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
     check_blocking("fused_attention_backward", blocking, NR);
     check_same_rows("fused_attention_backward", "K", K, "V", V);
     check_same_shape("fused_attention_backward", "O", O, "dO", dO);
-    const std::size_t n = Q.rows(), m = K.rows();
-    dQ.resize_for_overwrite(n, Q.cols());
+    const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols();
+    dQ.resize_for_overwrite(n, d_k);
     dK.resize_for_overwrite(m, K.cols());
     dV.resize_for_overwrite(m, V.cols());
     std::fill(dK.data(), dK.data() + dK.size(), 0.0f);  // keys no query sees (causal, m > n) get 0
@@ -201,40 +193,31 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
         L[i] = log_sum_exp[i] * 1.44269504f;
         D[i] = dot(dO.row(i).data(), O.row(i).data(), O.cols());
     }
-    const std::size_t tile = blocking.panel_kc;  // fixed: the order of every sum does not depend on the team
-    [[maybe_unused]] const bool team =
-        use_team(threads, 5.0 * double(n) * double(m) * double(Q.cols() + V.cols()), (std::max(n, m) + MR - 1) / MR);
-    const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
-    const auto block_of = [&](std::size_t rows) {
-        return balanced_rows(rows, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
-    };
-    const std::size_t tile_floats = blocking.fused_rows * tile, panel_floats = std::max({Q.cols(), V.cols(), tile}) * NR;
-    Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block_of(m), tile};
-    const auto key_blocks = static_cast<std::ptrdiff_t>((m + p.block - 1) / p.block);
-    [[maybe_unused]] const int key_team = static_cast<int>(std::min<std::ptrdiff_t>(max_threads(), key_blocks));
-#pragma omp parallel if (team) num_threads(key_team)
-    {
-        Scratch& scratch = thread_scratch(tile_floats, panel_floats);
-#pragma omp for schedule(dynamic)
-        for (std::ptrdiff_t b = 0; b < key_blocks; ++b) {  // causal: the first keys are seen by the most queries
-            const std::size_t j0 = static_cast<std::size_t>(b) * p.block, keys = std::min(p.block, m - j0);
-            key_block(p, j0, keys, dK, dV, scratch);
+    // Block and tile sizes depend on the problem only, never on the team: the order of every sum is fixed.
+    const std::size_t tile = blocking.panel_kc, block = fused_backward_keys_per_block(m, blocking);
+    const auto blocks = static_cast<std::ptrdiff_t>((m + block - 1) / block);
+    Buffer dQt(dq_lanes * d_k * n, 0.0f);  // each lane's dQᵀ (d_k×n)
+    const Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block, tile};
+    [[maybe_unused]] const std::size_t team_size = threads == Threads::all ? fused_backward_team(n, m, d_k) : 1;
+    [[maybe_unused]] const bool team = team_size > 1;
+    const std::size_t tile_floats = block * tile + NR, panel_floats = std::max({d_k, V.cols(), tile}) * NR;
+#pragma omp parallel for schedule(dynamic) if (team) num_threads(int(team_size))
+    for (std::ptrdiff_t lane = 0; lane < std::ptrdiff_t(dq_lanes); ++lane) {
+        Scratch& scratch = thread_scratch(tile_floats, panel_floats, d_k * block);
+        for (std::ptrdiff_t b = lane; b < blocks; b += dq_lanes) {  // causal: the first keys are seen by the most queries
+            const std::size_t j0 = static_cast<std::size_t>(b) * block, keys = std::min(block, m - j0);
+            key_block(p, j0, keys, dK, dV, dQt.data() + std::size_t(lane) * d_k * n, scratch);
             scale_rows(dK, j0, keys, scale);  // grad 4, dS = scale·dS': applied to dK's thin rows
         }
     }
-    p.block = block_of(n);
-    const auto query_blocks = static_cast<std::ptrdiff_t>((n + p.block - 1) / p.block);
-    [[maybe_unused]] const int query_team = static_cast<int>(std::min<std::ptrdiff_t>(max_threads(), query_blocks));
-#pragma omp parallel if (team) num_threads(query_team)
-    {
-        Scratch& scratch = thread_scratch(tile_floats, panel_floats);
-#pragma omp for schedule(dynamic)
-        for (std::ptrdiff_t b = query_blocks - 1; b >= 0; --b) {  // causal: the last queries see the most keys
-            const std::size_t i0 = static_cast<std::size_t>(b) * p.block, queries = std::min(p.block, n - i0);
-            query_block(p, i0, queries, dQ, scratch);
-            scale_rows(dQ, i0, queries, scale);
+    // dQ = scale·(the lanes' dQᵀ, added in lane order)ᵀ
+#pragma omp parallel for schedule(static) if (team)
+    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i)
+        for (std::size_t c = 0; c < d_k; ++c) {
+            float sum = 0.0f;
+            for (std::size_t lane = 0; lane < dq_lanes; ++lane) sum += dQt[(lane * d_k + c) * n + std::size_t(i)];
+            dQ(std::size_t(i), c) = scale * sum;
         }
-    }
 }
 
 }  // namespace attn::simd::ATTN_ISA

@@ -62,9 +62,11 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k);
 // The most threads fused_attention_into starts for n queries against m keys (each with its
 // scratch): one when the work is too small for a team, never more than one per MR query rows.
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
-// The fused backward's: per thread, two tiles and a panel (the most threads: fused_team_size's), and
-// on the calling thread two floats per query row.
-std::uint64_t fused_backward_scratch_bytes(std::size_t d_k, std::size_t d_v);
+// The fused backward's: per thread of its team (fused_backward_team_size), two tiles, a panel and a
+// block of Kᵀ for m keys; besides, on the calling thread, dq_lanes copies of dQᵀ (simd/blocking.hpp)
+// and two floats per query row.
+std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v);
+std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k);
 
 // S_ij ← −∞ for j > i (S square).
 void causal_mask_in_place(Matrix& S, Threads threads);

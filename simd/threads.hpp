@@ -5,6 +5,7 @@
 // <omp.h> itself is included only by simd/build_info.cpp, behind a guard.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "simd/simd.hpp"
@@ -21,6 +22,13 @@ inline constexpr double min_parallel_flops = 4.0e6;
 // Start a team only when asked to, when there is enough work, and when it splits into ≥ 2 pieces.
 inline bool use_team(Threads threads, double flops, std::uint64_t pieces) {
     return threads == Threads::all && flops >= min_parallel_flops && pieces >= 2;
+}
+
+// The fused backward's team (simd/fused_backward.cpp): one thread per lane of dQ at most, one in all
+// when the work is too small.
+inline std::size_t fused_backward_team(std::size_t n, std::size_t m, std::size_t d_k) {
+    if (!use_team(Threads::all, 10.0 * double(n) * double(m) * double(d_k), dq_lanes)) return 1;
+    return std::min<std::size_t>(std::size_t(std::max(max_threads(), 1)), dq_lanes);
 }
 
 }  // namespace attn::simd

@@ -44,7 +44,8 @@ float fma_chains(std::size_t) { refuse("fma_chains"); }
 // Nothing to allocate: the backends that would are refused before they start.
 std::uint64_t gemm_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
 std::uint64_t fused_scratch_bytes(std::size_t) { return 0; }
-std::uint64_t fused_backward_scratch_bytes(std::size_t, std::size_t) { return 0; }
+std::uint64_t fused_backward_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
+std::size_t fused_backward_team_size(std::size_t, std::size_t, std::size_t) { return 0; }
 std::size_t fused_team_size(std::size_t, std::size_t, std::size_t, std::size_t) { return 0; }
 
 std::vector<std::string> compiled_isas() { return {}; }

@@ -244,7 +244,7 @@ def backward_markdown(table, cell, key):
                                             ("naive", "simd", "parallel", "fused")) +
                    f" | {cell(key('torch_backward', n=n, d=64), 'pytorch')} | {ratio} |")
     out += ["", "GFLOP/s counted as 8·n²·d for the materialised backends and PyTorch (the four products), "
-            "10·n²·d for the fused one (the four and one recomputation of S; it executes 14·n²·d). "
+            "10·n²·d for the fused one (the four and one recomputation of S, all it executes). "
             "The speed-up compares times."]
     return out
 
