@@ -4,6 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <chrono>
 #include <fstream>
@@ -36,8 +39,16 @@ inline double core_bytes(std::size_t n, std::size_t d) {
 }
 
 // Peak resident memory of this process (VmHWM), reset by writing 5 to /proc/self/clear_refs (Linux),
-// so each benchmark reports its own peak. -1 where /proc does not offer it.
-inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+// so each benchmark reports its own peak. -1 where /proc does not offer it. Before the reset, glibc
+// hands back to the system the heap pages earlier benchmarks freed (malloc_trim): after a free of
+// the 1 GiB S, glibc serves buffers up to 32 MiB from its heap and keeps them resident when freed,
+// and a later benchmark's peak would count them.
+inline void reset_peak_rss() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
 
 inline double peak_rss_mib() {
     std::ifstream status("/proc/self/status");

@@ -24,8 +24,10 @@ const char* const usage = R"(Usage: attn <command> [options]
 Single-head scaled dot-product attention, computed the way the lesson writes it.
 
 Commands:
-  walk        the lesson's worked example (猫 坐 地毯), every step printed with its numbers
-  run         the chain on your own matrices (.npy or .csv), printed or written as .npy
+  walk        the lesson's worked example (猫 坐 地毯), every step printed with its numbers;
+              --grad runs it backwards: the gradients that train W_Q, W_K and W_V
+  run         the chain on your own matrices (.npy or .csv), printed or written as .npy;
+              --grad-output dO.npy adds the backward's gradients
   exercise N  the lesson's exercises 1–5 as experiments that measure and explain
   variance    Monte Carlo of Var(q·k) before and after ÷√d_k
 
