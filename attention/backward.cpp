@@ -25,7 +25,7 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
                                 const Matrix& dO, const AttentionOptions& options, AttentionGradients& g) {
     const Backend b = options.backend;
     Matrix& dS = g.dS;  // one n×m buffer: dα, then dS', then dS (each gradient overwrites the one before)
-    // [grad 6.V] dV = αᵀ·dO        (m×n)·(n×d_v) → (m×d_v);  v_j gets each token's dO, as much as that token read v_j
+    // [grad 6.V] dV = αᵀ·dO        (m×n)·(n×d_v) → (m×d_v);  dv_j = Σ_i α_ij·do_i: as much of do_i as token i read of v_j
     backends::transposed_matmul_into(alpha, dO, g.dV, b);
     // [grad 6.α] dα = dO·Vᵀ        (n×d_v)·(d_v×m) → (n×m);  dα_ij = do_i·v_j
     backends::matmul_transposed_into(dO, V, dS, b);
@@ -36,9 +36,9 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
     //   Nothing to compute: there α_ij = 0, so grad 5 has already given dS'_ij = 0·(dα_ij − …) = 0.
     // [grad 4] dS = scale·dS'                     (n×m);  S' = scale·S, so each score's gradient is scaled alike
     const backends::ScaledScores dS_scaled = backends::scale(dS, scale_factor(options.scale, Q.cols()), b);
-    // [grad 3.Q] dQ = dS·K          (n×m)·(m×d_k) → (n×d_k);  q_i moves toward the keys whose scores should rise
+    // [grad 3.Q] dQ = dS·K          (n×m)·(m×d_k) → (n×d_k);  dq_i = Σ_j dS_ij·k_j: every key, weighted by its score's gradient
     backends::matmul_into(dS_scaled, K, g.dQ, b);
-    // [grad 3.K] dK = dSᵀ·Q         (m×n)·(n×d_k) → (m×d_k);  k_j moves toward the queries that should pick it
+    // [grad 3.K] dK = dSᵀ·Q         (m×n)·(n×d_k) → (m×d_k);  dk_j = Σ_i dS_ij·q_i: every query, weighted alike
     backends::transposed_matmul_into(dS_scaled, Q, g.dK, b);
 }
 
