@@ -29,11 +29,12 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
     backends::transposed_matmul_into(alpha, dO, g.dV, b);
     // [grad 6.α] dα = dO·Vᵀ        (n×d_v)·(d_v×m) → (n×m);  dα_ij = do_i·v_j
     backends::matmul_transposed_into(dO, V, dS, b);
-    // [grad 5] dS' = α ⊙ (dα − rowsum(dα ⊙ α))     (n×m);  the softmax's Jacobian, never formed
+    // [grad 5] dS' = α ⊙ (dα − rowsum(dα ⊙ α))     (n×m);  the softmax's Jacobian, applied without being formed.
     //   why: $\partial\alpha_{ij}/\partial S'_{it} = \alpha_{ij}(\delta_{jt} - \alpha_{it})$, so $dS'_{it} = \sum_j d\alpha_{ij}\,\alpha_{ij}(\delta_{jt} - \alpha_{it}) = \alpha_{it}\,(d\alpha_{it} - \sum_j d\alpha_{ij}\alpha_{ij})$
     backends::softmax_gradient_in_place(alpha, dS, b);
     // [grad 4.mask] dS'_ij = 0 for j > i         (n×n);  a masked score became −∞ whatever it was: no gradient.
     //   Nothing to compute: there α_ij = 0, so grad 5 has already given dS'_ij = 0·(dα_ij − …) = 0.
+    //
     // [grad 4] dS = scale·dS'                     (n×m);  S' = scale·S, so each score's gradient is scaled alike
     const backends::ScaledScores dS_scaled = backends::scale(dS, scale_factor(options.scale, Q.cols()), b);
     // [grad 3.Q] dQ = dS·K          (n×m)·(m×d_k) → (n×d_k);  dq_i = Σ_j dS_ij·k_j: every key, weighted by its score's gradient
@@ -45,17 +46,17 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
 // Grads 2–1: dQ, dK, dV → dW_Q, dW_K, dW_V, dX.
 void projection_gradients_2_1(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
                               const AttentionGradients& a, Backend b, SingleHeadAttention::Gradients& g) {
+    const auto path = [b](const Matrix& dM, const Matrix& W) {  // dM·Wᵀ: one path back to X (n×d_model)
+        Matrix P;
+        backends::matmul_transposed_into(dM, W, P, b);
+        return P;
+    };
     // [grad 2.Q] dW_Q = Xᵀ·dQ      (d_model×n)·(n×d_k) → (d_model×d_k);  what training subtracts, times a step size
     backends::transposed_matmul_into(X, a.dQ, g.dW_Q, b);
     // [grad 2.K] dW_K = Xᵀ·dK      (d_model×n)·(n×d_k) → (d_model×d_k)
     backends::transposed_matmul_into(X, a.dK, g.dW_K, b);
     // [grad 2.V] dW_V = Xᵀ·dV      (d_model×n)·(n×d_v) → (d_model×d_v)
     backends::transposed_matmul_into(X, a.dV, g.dW_V, b);
-    const auto path = [b](const Matrix& dM, const Matrix& W) {  // dM·Wᵀ: one path back to X (n×d_model)
-        Matrix P;
-        backends::matmul_transposed_into(dM, W, P, b);
-        return P;
-    };
     // [grad 1] dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ   (n×d_model);  x_i fed all three projections: three paths add up
     g.dX = path(a.dQ, W_Q);
     add_in_place(g.dX, path(a.dK, W_K));
