@@ -73,7 +73,8 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
     guards::check_attention_values(Q, K, V, options);  // float range, before any work
     const float scale = scale_factor(options.scale, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
-    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options.causal, options.keep_for_backward, out);
+    if (options.backend == Backend::fused)
+        return backends::fused_attention_into(Q, K, V, scale, options.causal, options.keep_for_backward, out);
     attention_steps_3_to_6(Q, K, V, options, out);
 }
 
@@ -85,7 +86,8 @@ AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOpt
         guards::check_projection_shapes(X, W_Q_, options.names);
         const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
         charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
-        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward));
+        charge(*options.budget,
+               backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward));
         stages.budget = nullptr;  // charged: the stages below allocate nothing else
     }
     const Projections p = project(X, stages);

@@ -85,8 +85,8 @@ public:
         Matrix dX, dW_Q, dW_K, dW_V;
         AttentionGradients qkv;  // dQ, dK, dV
     };
-    Gradients backward(const Matrix& X, const Projections& projections, const AttentionResult& result,
-                       const Matrix& dO, const AttentionOptions& options = {}) const;
+    Gradients backward(const Matrix& X, const Projections& projections, const AttentionResult& result, const Matrix& dO,
+                       const AttentionOptions& options = {}) const;
 
     // Forward and backward in one call (a training step's): with options.budget, all that both passes
     // allocate is charged before step 1.

@@ -102,8 +102,8 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
                                    const Matrix& dO, float scale, bool causal, AttentionGradients& out) {
     out.dS.resize_for_overwrite(0, 0);
     simd::fused_attention_backward_into(Q, K, V, forward.output, dO,
-                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, causal,
-                                        out.dQ, out.dK, out.dV, simd::Threads::all);
+                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, causal, out.dQ,
+                                        out.dK, out.dV, simd::Threads::all);
 }
 
 namespace {
@@ -135,7 +135,8 @@ std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t 
     const std::string on = " on the " + to_string(backend) + " backend";
     std::vector<Buffer> buffers;
     if (backend == Backend::fused) {
-        if (keep_for_backward) buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
+        if (keep_for_backward)
+            buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
         const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
         buffers.push_back({"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                                ", one score block and two panels each)",
@@ -160,18 +161,19 @@ std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std
                                    {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
     if (backend == Backend::fused) {
         const std::size_t team = simd::fused_backward_team_size(n, m, d_k);
-        buffers.push_back({"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                               ", two tiles, a panel and a block of Kᵀ each)",
-                           checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")});
-        buffers.push_back({std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) +
-                               " each) of the fused backward",
-                           checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")});
+        buffers.push_back(
+            {"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
+                 ", two tiles, a panel and a block of Kᵀ each)",
+             checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")});
+        buffers.push_back(
+            {std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) + " each) of the fused backward",
+             checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")});
         buffers.push_back({of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
         buffers.push_back({of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
         return buffers;
     }
-    buffers.push_back({of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it",
-                       matrix_bytes(n, m)});
+    buffers.push_back(
+        {of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it", matrix_bytes(n, m)});
     if (backend == Backend::naive) {  // the transposes the formulas name, each built where it is used
         buffers.push_back({of("αᵀ", m, n) + " of grad 6.V" + on, matrix_bytes(m, n)});
         buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6.α" + on, matrix_bytes(d_v, m)});
@@ -183,9 +185,10 @@ std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std
     buffers.push_back({of("dVᵀ", d_v, m) + " of grad 6.V" + on, matrix_bytes(d_v, m)});
     buffers.push_back({of("Qᵀ", d_k, n) + " of grad 3.K" + on, matrix_bytes(d_k, n)});
     buffers.push_back({of("dKᵀ", d_k, m) + " of grad 3.K" + on, matrix_bytes(d_k, m)});
-    buffers.push_back({"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
-                       packing_of(packing_of(simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m)),
-                                  packing_of(simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)))});
+    buffers.push_back(
+        {"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
+         packing_of(packing_of(simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m)),
+                    packing_of(simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)))});
     return buffers;
 }
 
@@ -207,7 +210,8 @@ std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_mod
             buffers.push_back({of((W + "ᵀ").c_str(), d, d_model) + " of grad 1" + on, matrix_bytes(d, d_model)});
         } else {  // Xᵀ·dM as (dMᵀ·X)ᵀ: both thin
             buffers.push_back({of((dM + "ᵀ").c_str(), d, n) + " of grad 2." + w + on, matrix_bytes(d, n)});
-            buffers.push_back({of(("d" + W + "ᵀ").c_str(), d, d_model) + " of grad 2." + w + on, matrix_bytes(d, d_model)});
+            buffers.push_back(
+                {of(("d" + W + "ᵀ").c_str(), d, d_model) + " of grad 2." + w + on, matrix_bytes(d, d_model)});
         }
     }
     if (backend != Backend::naive)

@@ -25,9 +25,10 @@ struct ScaledScores {
 };
 
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·B (steps 2 and 6)
-void matmul_transposed_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·Bᵀ (step 3: S = Q·Kᵀ)
-ScaledScores scale(Matrix& S, float factor, Backend backend);                    // S' = factor·S (step 4)
-void causal_mask_in_place(const ScaledScores& S, Backend backend);               // S'_ij ← −∞, j > i
+void matmul_transposed_into(const Matrix& A, const Matrix& B, Matrix& C,
+                            Backend backend);                       // C = A·Bᵀ (step 3: S = Q·Kᵀ)
+ScaledScores scale(Matrix& S, float factor, Backend backend);       // S' = factor·S (step 4)
+void causal_mask_in_place(const ScaledScores& S, Backend backend);  // S'_ij ← −∞, j > i
 // α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
@@ -39,7 +40,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // C = Aᵀ·B (grads 6.V, 3.K and 2); with a ScaledScores A, C = factor·Aᵀ·B.
 void transposed_matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);
 void transposed_matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend);
-void softmax_gradient_in_place(const Matrix& alpha, Matrix& dA, Backend backend);  // dα → dS' (grad 5)
+void softmax_gradient_in_place(const Matrix& alpha, Matrix& dA, Backend backend);      // dα → dS' (grad 5)
 void matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend);  // C = factor·A·B (grad 3.Q)
 // dQ, dK, dV in one fused pass from Q, K, V, the forward's O and log-sum-exp, and dO (Backend::fused only).
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,

@@ -90,10 +90,16 @@ void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, co
     const std::string who = "scaled_dot_product_attention_backward: ";
     const OperandNames& name = options.names;
     for (const Matrix* result : {&out.dQ, &out.dK, &out.dV, &out.dS})
-        for (const auto& [input, M] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}, {&name.dO, &dO},
-                                       {nullptr, &forward.output}, {nullptr, &forward.weights}, {nullptr, &forward.log_sum_exp}})
+        for (const auto& [input, M] : {std::pair{&name.Q, &Q},
+                                       {&name.K, &K},
+                                       {&name.V, &V},
+                                       {&name.dO, &dO},
+                                       {nullptr, &forward.output},
+                                       {nullptr, &forward.weights},
+                                       {nullptr, &forward.log_sum_exp}})
             if (result == M)
-                throw std::invalid_argument(who + "a gradient's buffer is " + (input ? *input : std::string("the forward's")) +
+                throw std::invalid_argument(who + "a gradient's buffer is " +
+                                            (input ? *input : std::string("the forward's")) +
                                             " itself; the backward would overwrite it while it still reads it "
                                             "(pass a separate AttentionGradients)");
     const std::size_t n = Q.rows(), m = K.rows(), d_v = V.cols();
@@ -108,8 +114,7 @@ void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, co
     if (options.backend == Backend::fused)
         expect("the forward's log-sum-exp", forward.log_sum_exp, n, 1,
                "one per query row: run the fused forward with keep_for_backward");
-    else
-        expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
+    else expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
 }
 
 void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,

@@ -54,10 +54,10 @@ struct DModelMismatch : std::invalid_argument {
 };
 
 struct AttentionResult {
-    Matrix output;   // O (n×d_v): one context-mixed vector per token
-    Matrix weights;  // α (n×m): row i is how token i spreads its attention; each row sums to 1.
-                     // In code α is always `weights`; `attn run --out` writes it as attn.npy.
-                     // Empty (0×0) with Backend::fused, which never forms α.
+    Matrix output;       // O (n×d_v): one context-mixed vector per token
+    Matrix weights;      // α (n×m): row i is how token i spreads its attention; each row sums to 1.
+                         // In code α is always `weights`; `attn run --out` writes it as attn.npy.
+                         // Empty (0×0) with Backend::fused, which never forms α.
     Matrix log_sum_exp;  // L_i = log Σ_j e^(S'_ij) (n×1): Backend::fused with keep_for_backward, else 0×0.
                          // α_ij = e^(S'_ij − L_i): all the fused backward needs to recompute α.
 };

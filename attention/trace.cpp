@@ -45,7 +45,7 @@ BackwardTrace trace_backward(const SingleHeadAttention& layer, const Matrix& X, 
     t.dO = dO;
     backends::matmul_transposed_into(dO, pass.projections.V, t.d_weights, b);  // grad 6.α
     t.dS_prime = t.d_weights;
-    backends::softmax_gradient_in_place(pass.result.weights, t.dS_prime, b);  // grad 5
+    backends::softmax_gradient_in_place(pass.result.weights, t.dS_prime, b);     // grad 5
     t.dS = scaled(t.dS_prime, scale_factor(options.scale, layer.W_Q().cols()));  // grad 4
     t.dV = std::move(pass.gradients.qkv.dV);
     t.dQ = std::move(pass.gradients.qkv.dQ);

@@ -37,7 +37,8 @@ inline Matrix target() { return {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, {0.0f, 
 inline double loss(const Matrix& O) {  // ½ Σ_ij (O_ij − T_ij)², summed in double
     const Matrix T = target();
     double sum = 0.0;
-    for (std::size_t k = 0; k < O.size(); ++k) sum += 0.5 * double(O.data()[k] - T.data()[k]) * (O.data()[k] - T.data()[k]);
+    for (std::size_t k = 0; k < O.size(); ++k)
+        sum += 0.5 * double(O.data()[k] - T.data()[k]) * (O.data()[k] - T.data()[k]);
     return sum;
 }
 

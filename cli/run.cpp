@@ -85,8 +85,9 @@ std::uint64_t parse_memory(const std::string& v) {
 RunOptions parse(std::span<const std::string> args) {
     RunOptions o;
     const std::pair<const char*, std::optional<std::string>*> files[] = {
-        {"--x", &o.x}, {"--wq", &o.wq}, {"--wk", &o.wk}, {"--wv", &o.wv},
-        {"--q", &o.q}, {"--k", &o.k},   {"--v", &o.v},   {"--grad-output", &o.grad_output}, {"--out", &o.out}};
+        {"--x", &o.x},    {"--wq", &o.wq}, {"--wk", &o.wk}, {"--wv", &o.wv},
+        {"--q", &o.q},    {"--k", &o.k},   {"--v", &o.v},   {"--grad-output", &o.grad_output},
+        {"--out", &o.out}};
     std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
         reject_repeated(seen, args[i], "run");
@@ -237,7 +238,8 @@ Computed compute(std::vector<Matrix> read, const FileNames& files, const RunOpti
         AttentionPass pass = attention_forward_backward(read[0], read[1], read[2], read[3], options);
         c.result = std::move(pass.result);
         AttentionGradients& g = pass.gradients;
-        c.gradients = {{"grad_q", "dQ", std::move(g.dQ)}, {"grad_k", "dK", std::move(g.dK)}, {"grad_v", "dV", std::move(g.dV)}};
+        c.gradients = {
+            {"grad_q", "dQ", std::move(g.dQ)}, {"grad_k", "dK", std::move(g.dK)}, {"grad_v", "dV", std::move(g.dV)}};
     }
     if (!o.x) return c;
     const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]), options.names);
@@ -250,9 +252,9 @@ Computed compute(std::vector<Matrix> read, const FileNames& files, const RunOpti
     auto& g = pass.gradients;
     // With --torch-weights the weights' gradients go back to PyTorch's layout, like the weights came.
     const auto as_given = [&](Matrix& dW) { return o.torch_weights ? transpose(dW) : std::move(dW); };
-    c.gradients = {{"grad_x", "dX", std::move(g.dX)},           {"grad_w_q", "dW_Q", as_given(g.dW_Q)},
-                   {"grad_w_k", "dW_K", as_given(g.dW_K)},      {"grad_w_v", "dW_V", as_given(g.dW_V)},
-                   {"grad_q", "dQ", std::move(g.qkv.dQ)},       {"grad_k", "dK", std::move(g.qkv.dK)},
+    c.gradients = {{"grad_x", "dX", std::move(g.dX)},      {"grad_w_q", "dW_Q", as_given(g.dW_Q)},
+                   {"grad_w_k", "dW_K", as_given(g.dW_K)}, {"grad_w_v", "dW_V", as_given(g.dW_V)},
+                   {"grad_q", "dQ", std::move(g.qkv.dQ)},  {"grad_k", "dK", std::move(g.qkv.dK)},
                    {"grad_v", "dV", std::move(g.qkv.dV)}};
     return c;
 }

@@ -128,9 +128,9 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
                           float* log_sum_exp, Threads threads, const Blocking& blocking) {
     active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
 }
-void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
-                                   const Matrix& dO, std::span<const float> log_sum_exp, float scale, bool causal,
-                                   Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads, const Blocking& blocking) {
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
+                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
+                                   Matrix& dV, Threads threads, const Blocking& blocking) {
     active().fused_attention_backward_into(Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking);
 }
 // What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and

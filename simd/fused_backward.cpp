@@ -54,7 +54,9 @@ using Buffer = ScratchBuffer;
 struct Scratch {
     Buffer scores, gradients, panel, keys_transposed;
     void fit(std::size_t tile_floats, std::size_t panel_floats, std::size_t key_floats) {
-        for (auto [b, n] : {std::pair{&scores, tile_floats}, {&gradients, tile_floats}, {&panel, panel_floats},
+        for (auto [b, n] : {std::pair{&scores, tile_floats},
+                            {&gradients, tile_floats},
+                            {&panel, panel_floats},
                             {&keys_transposed, key_floats}})
             if (b->size() < n) grow_exactly(*b, n);
     }
@@ -161,9 +163,11 @@ void key_block(const Problem& p, std::size_t j0, std::size_t keys, Matrix& dK, M
         softmax_gradient_tile(s.scores.data(), s.gradients.data(), keys, queries, ld, p.L + i0, p.D + i0);
         if (p.causal && j0 + keys > i0 + 1) zero_future(s.scores.data(), s.gradients.data(), keys, queries, ld, i0, j0);
         const bool first = i0 == first_tile;
-        times(s.scores.data(), ld, keys, queries, p.dO, i0, first, dV.row(j0).data(), dV.cols(), s.panel);     // dV += Pᵀ·dO
-        times(s.gradients.data(), ld, keys, queries, p.Q, i0, first, dK.row(j0).data(), dK.cols(), s.panel);  // dK += dS'ᵀ·Q
-        add_query_gradients(p, keys, i0, queries, s, dQt, n);                                                   // dQᵀ += Kᵀ·dS'ᵀ
+        times(s.scores.data(), ld, keys, queries, p.dO, i0, first, dV.row(j0).data(), dV.cols(),
+              s.panel);  // dV += Pᵀ·dO
+        times(s.gradients.data(), ld, keys, queries, p.Q, i0, first, dK.row(j0).data(), dK.cols(),
+              s.panel);                                        // dK += dS'ᵀ·Q
+        add_query_gradients(p, keys, i0, queries, s, dQt, n);  // dQᵀ += Kᵀ·dS'ᵀ
     }
 }
 
@@ -174,9 +178,9 @@ void scale_rows(Matrix& M, std::size_t r0, std::size_t rows, float factor) {
 
 }  // namespace
 
-void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
-                                   const Matrix& dO, std::span<const float> log_sum_exp, float scale, bool causal,
-                                   Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads, const Blocking& blocking) {
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
+                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
+                                   Matrix& dV, Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention_backward", Q, K);
     check_blocking("fused_attention_backward", blocking, NR);
     check_same_rows("fused_attention_backward", "K", K, "V", V);
@@ -204,7 +208,8 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
 #pragma omp parallel for schedule(dynamic) if (team) num_threads(int(team_size))
     for (std::ptrdiff_t lane = 0; lane < std::ptrdiff_t(dq_lanes); ++lane) {
         Scratch& scratch = thread_scratch(tile_floats, panel_floats, d_k * block);
-        for (std::ptrdiff_t b = lane; b < blocks; b += dq_lanes) {  // causal: the first keys are seen by the most queries
+        for (std::ptrdiff_t b = lane; b < blocks;
+             b += dq_lanes) {  // causal: the first keys are seen by the most queries
             const std::size_t j0 = static_cast<std::size_t>(b) * block, keys = std::min(block, m - j0);
             key_block(p, j0, keys, dK, dV, dQt.data() + std::size_t(lane) * d_k * n, scratch);
             scale_rows(dK, j0, keys, scale);  // grad 4, dS = scale·dS': applied to dK's thin rows

@@ -47,8 +47,8 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           float* log_sum_exp, Threads threads, const Blocking& blocking);
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
-                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ,
-                                   Matrix& dK, Matrix& dV, Threads threads, const Blocking& blocking);
+                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
+                                   Matrix& dV, Threads threads, const Blocking& blocking);
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
 void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);

@@ -49,10 +49,9 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 
 // The gradients of that O for dO = ∂L/∂O (n×d_v): dQ, dK and dV, from Q, K, V, O and the forward's
 // log_sum_exp, without the n×m matrices (simd/fused_backward.cpp).
-void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
-                                   const Matrix& dO, std::span<const float> log_sum_exp, float scale, bool causal,
-                                   Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads,
-                                   const Blocking& blocking = simd::blocking());
+void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
+                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
+                                   Matrix& dV, Threads threads, const Blocking& blocking = simd::blocking());
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;

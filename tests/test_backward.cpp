@@ -213,7 +213,8 @@ TEST_CASE("the fused forward's log-sum-exp is log Σ_j e^(S'_ij), row by row", "
     std::mt19937 rng(46);
     const bool causal = GENERATE(false, true);
     const Matrix Q = random_matrix(300, 16, rng), K = random_matrix(300, 16, rng), V = random_matrix(300, 8, rng);
-    const auto forward = attn::scaled_dot_product_attention(Q, K, V, options_for(Backend::fused, Scale::sqrt_dk, causal));
+    const auto forward =
+        attn::scaled_dot_product_attention(Q, K, V, options_for(Backend::fused, Scale::sqrt_dk, causal));
     const reference::Mat q = reference::from(Q), k = reference::from(K);
     reference::Mat want(300, std::vector<double>(1));
     for (std::size_t i = 0; i < 300; ++i) {

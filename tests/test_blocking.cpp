@@ -175,8 +175,8 @@ TEST_CASE("block sizes change no bit of the products or of fused attention", "[s
         attn::simd::matmul_into(A, narrow, results[0], attn::simd::Threads::all, products);
         attn::simd::matmul_into(A, wide, results[1], attn::simd::Threads::all, products);
         for (int causal = 0; causal < 2; ++causal)
-            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, results[2 + causal], nullptr, attn::simd::Threads::all,
-                                             fused);
+            attn::simd::fused_attention_into(Q, K, V, 0.2f, causal, results[2 + causal], nullptr,
+                                             attn::simd::Threads::all, fused);
         if (first.empty()) {
             first = results;
             continue;

@@ -346,7 +346,8 @@ TEST_CASE("attn run --grad-output writes the library's gradients beside output.n
     const std::string layer = "run --x " + dir.file("x.npy", X) + " --wq " + dir.file("wq.npy", W_Q) + " --wk " +
                               dir.file("wk.npy", W_K) + " --wv " + dir.file("wv.npy", W_V) + " --grad-output " +
                               dir.file("do.npy", dO);
-    for (const attn::Backend b : {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel, attn::Backend::fused}) {
+    for (const attn::Backend b :
+         {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel, attn::Backend::fused}) {
         INFO("backend " << attn::to_string(b));
         const attn::AttentionOptions options{.causal = true, .backend = b};
         const auto want = attn::SingleHeadAttention(W_Q, W_K, W_V).forward_backward(X, dO, options);
@@ -356,17 +357,16 @@ TEST_CASE("attn run --grad-output writes the library's gradients beside output.n
         CHECK_THAT(r.out, Contains("grad_w_q.npy (5×4)") && Contains("grad_x.npy (6×5)"));
         CHECK(attn::read_matrix(out + "/output.npy") == want.result.output);
         const std::pair<const char*, const attn::Matrix*> files[] = {
-            {"grad_x", &want.gradients.dX},        {"grad_w_q", &want.gradients.dW_Q},
-            {"grad_w_k", &want.gradients.dW_K},    {"grad_w_v", &want.gradients.dW_V},
-            {"grad_q", &want.gradients.qkv.dQ},    {"grad_k", &want.gradients.qkv.dK},
+            {"grad_x", &want.gradients.dX},     {"grad_w_q", &want.gradients.dW_Q}, {"grad_w_k", &want.gradients.dW_K},
+            {"grad_w_v", &want.gradients.dW_V}, {"grad_q", &want.gradients.qkv.dQ}, {"grad_k", &want.gradients.qkv.dK},
             {"grad_v", &want.gradients.qkv.dV}};
         for (const auto& [name, matrix] : files) {
             INFO(name);
             CHECK(attn::read_matrix(out + "/" + name + ".npy") == *matrix);
         }
         // From Q, K and V: their gradients only, and the layer's of the earlier run are removed.
-        const auto core = attn::attention_forward_backward(want.projections.Q, want.projections.K,
-                                                           want.projections.V, dO, options);
+        const auto core =
+            attn::attention_forward_backward(want.projections.Q, want.projections.K, want.projections.V, dO, options);
         const RunResult r2 = run_attn("run --q " + dir.file("q.npy", want.projections.Q) + " --k " +
                                       dir.file("k.npy", want.projections.K) + " --v " +
                                       dir.file("v.npy", want.projections.V) + " --grad-output " + dir.at("do.npy") +
@@ -395,9 +395,9 @@ TEST_CASE("attn run --grad-output of the wrong shape is refused by its file's na
     const attn::Matrix Q = random_matrix(4, 3, rng), V = random_matrix(4, 2, rng);
     const std::string q = dir.file("q.npy", Q), v = dir.file("v.npy", V);
     for (const char* backend : {"naive", "fused"}) {
-        const RunResult r = run_attn(std::string("run --backend ") + backend + " --q " + q + " --k " + q + " --v " + v +
-                                     " --grad-output " + dir.file("bad.npy", random_matrix(4, 3, rng)) + " --out " +
-                                     dir.at("o"));
+        const RunResult r =
+            run_attn(std::string("run --backend ") + backend + " --q " + q + " --k " + q + " --v " + v +
+                     " --grad-output " + dir.file("bad.npy", random_matrix(4, 3, rng)) + " --out " + dir.at("o"));
         CHECK(r.status == 2);
         CHECK_THAT(r.err, Catch::StartsWith("attn: error: ") && Contains("bad.npy (4×3) must be 4×2"));
         CHECK_FALSE(std::filesystem::exists(dir.path / "o"));

@@ -140,7 +140,7 @@ TEST_CASE("every step line of the chain, forward and backward, carries a formula
             INFO(places.front());
             CHECK(places.front().find(kind.file) == 0);
             CHECK(places.front().find('=') != std::string::npos);  // a formula
-            const std::string& line = places.front();  // and the shapes, "(n×d_k)"
+            const std::string& line = places.front();              // and the shapes, "(n×d_k)"
             const std::size_t open = line.find('('), times = line.find("×", open), close = line.find(')', times);
             CHECK((open != std::string::npos && times != std::string::npos && close != std::string::npos));
         }

@@ -80,11 +80,11 @@ TEST_CASE("fused returns no α and refuses to trace", "[fused]") {
 
 TEST_CASE("fused shape errors and empty inputs", "[fused][errors]") {
     Matrix O;
-    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 5), Matrix(3, 2), 1.0f, false, O, nullptr,
-                                                       attn::simd::Threads::one),
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 5), Matrix(3, 2), 1.0f, false, O,
+                                                       nullptr, attn::simd::Threads::one),
                       Catch::Contains("fused_attention: (3×4)·(3×5)ᵀ"));
-    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 4), Matrix(2, 2), 1.0f, false, O, nullptr,
-                                                       attn::simd::Threads::one),
+    CHECK_THROWS_WITH(attn::simd::fused_attention_into(Matrix(3, 4), Matrix(3, 4), Matrix(2, 2), 1.0f, false, O,
+                                                       nullptr, attn::simd::Threads::one),
                       Catch::Contains("K (3×4) and V (2×2)"));
     CHECK(fused(Matrix(0, 4), Matrix(5, 4), Matrix(5, 2), false).rows() == 0);
     CHECK(fused(Matrix(2, 4, 1.0f), Matrix(0, 4), Matrix(0, 3), false) ==
