@@ -121,7 +121,8 @@ void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, co
                            const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention_backward";
     const OperandNames& name = options.names;
-    const double q = max_row_norm(Q), k = max_row_norm(K), v = max_row_norm(V);
+    const double q = largest_row_norm(who, name.Q, Q), k = largest_row_norm(who, name.K, K),
+                 v = largest_row_norm(who, name.V, V);
     const double g = largest_row_norm(who, name.dO, dO);
     const double n = double(Q.rows()), m = double(K.rows());
     // |dα_ij| = |do_i·v_j| ≤ g·v; |dS'_ij| ≤ 2·g·v (α ≤ 1 and |Σ_t α_it·dα_it| ≤ g·v); dV sums n terms α·do,

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -190,6 +191,10 @@ TEST_CASE("the backward refuses bad input by name before any work", "[backward]"
     nan_grad(2, 1) = std::nanf("");
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention_backward(Q, K, V, forward, nan_grad, options),
                       "scaled_dot_product_attention_backward: dO (4×2) holds NaN or ±inf");
+    Matrix nan_q = Q;  // the backward checks its inputs itself, whatever forward it is handed
+    nan_q(0, 0) = std::numeric_limits<float>::infinity();
+    CHECK_THROWS_WITH(attn::scaled_dot_product_attention_backward(nan_q, K, V, forward, Matrix(4, 2), options),
+                      "scaled_dot_product_attention_backward: Q (4×3) holds NaN or ±inf");
     const Matrix other = random_matrix(5, 3, rng);
     CHECK_THROWS_AS(attn::scaled_dot_product_attention_backward(other, K, V, forward, Matrix(5, 2), options),
                     std::invalid_argument);
