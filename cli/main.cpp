@@ -13,6 +13,7 @@
 #include "attention/backends.hpp"
 #include "cli/args.hpp"
 #include "cli/exercise.hpp"
+#include "cli/learn.hpp"
 #include "cli/run.hpp"
 #include "cli/walk.hpp"
 #include "io/io.hpp"
@@ -29,6 +30,7 @@ Commands:
   run         the chain on your own matrices (.npy or .csv), printed or written as .npy;
               --grad-output dO.npy adds the backward's gradients
   exercise N  the lesson's exercises 1–5 as experiments that measure and explain
+  learn       W_Q, W_K and W_V trained on a task with a known answer: watch α move
   variance    Monte Carlo of Var(q·k) before and after ÷√d_k
 
 Options:
@@ -73,6 +75,7 @@ int run(const std::vector<std::string>& args) {
     if (command == "walk") return attn::cli::walk_command(rest);
     if (command == "run") return attn::cli::run_command(rest);
     if (command == "exercise") return attn::cli::exercise_command(rest);
+    if (command == "learn") return attn::cli::learn_command(rest);
     if (command == "variance") return attn::cli::variance_command(rest);
     throw attn::cli::UsageError("unknown command '" + command + "' (see attn --help)");
 }

@@ -440,3 +440,27 @@ TEST_CASE("attn walk --grad prints the library's gradients of the worked example
     }
     CHECK_THAT(run_attn("walk --format json").out, !Contains("\"backward\""));
 }
+
+TEST_CASE("attn learn trains both tasks in both languages and marks every wanted cell as reached", "[cli][learn]") {
+    for (const char* task : {"sentence", "retrieval"})
+        for (const char* lang : {"en", "zh"}) {
+            INFO(task << " " << lang);
+            const RunResult r = run_attn(std::string("learn --task ") + task + " --lang " + lang);
+            REQUIRE(r.status == 0);
+            const std::string end = r.out.substr(r.out.find(std::string(lang) == "zh" ? "结束时的 α" : "α at the end"));
+            const std::size_t rows = std::string(task) == "sentence" ? 3 : 8;
+            std::size_t ticks = 0;
+            for (std::size_t at = end.find("✓"); at != std::string::npos; at = end.find("✓", at + 1)) ++ticks;
+            CHECK(ticks == rows);
+            CHECK(end.find("✗") == std::string::npos);
+        }
+    const RunResult json = run_attn("learn --task sentence --steps 20 --format json");
+    CHECK(json.status == 0);
+    CHECK_THAT(json.out, Contains("\"wanted\": [1, 0, 1]") && Contains("\"alpha_end\": [\n    ["));
+    for (const char* bad : {"--steps 0", "--lr 2", "--task other", "--backend fused", "--steps 5 --steps 6"}) {
+        INFO(bad);
+        const RunResult r = run_attn(std::string("learn ") + bad);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::StartsWith("attn: error: learn: "));
+    }
+}

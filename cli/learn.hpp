@@ -1,0 +1,12 @@
+// cli/learn.hpp — `attn learn`: W_Q, W_K and W_V trained on a task whose right attention is known,
+// with α printed at the start, half-way and at the end (attention/learn.cpp does the training).
+#pragma once
+
+#include <span>
+#include <string>
+
+namespace attn::cli {
+
+int learn_command(std::span<const std::string> args);
+
+}  // namespace attn::cli
