@@ -31,7 +31,7 @@ from docs_math import marker_line_html
 ROOT = Path(__file__).resolve().parents[2]
 KATEX = Path("/usr/share/javascript/katex")
 # The reading order of docs/reading-order.md; any other file of these folders follows it.
-ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "attention/backward.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
+ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "attention/backward.cpp", "attention/learn.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
          "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp", "attention/guards.hpp", "attention/guards.cpp", "attention/trace.cpp",
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/exp.hpp", "simd/gemm.cpp", "simd/microkernel.hpp",
          "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp", "simd/kernel_table.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/fused_backward.cpp", "simd/threads.hpp",
