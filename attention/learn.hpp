@@ -46,8 +46,10 @@ struct Run {
 };
 Run train(const Problem& problem, const Settings& settings);
 
-// L = ½‖O − T‖², summed in double.
+// The loss of both this training and `attn walk --grad`: L = ½‖O − T‖², summed in double, and its
+// gradient dO = ∂L/∂O = O − T.
 double squared_error(const Matrix& O, const Matrix& T);
+Matrix squared_error_gradient(const Matrix& O, const Matrix& T);
 
 std::string to_string(Task task);  // "sentence", "retrieval"
 
