@@ -79,12 +79,6 @@ double squared_error(const Matrix& O, const Matrix& T) {
     return sum;
 }
 
-Matrix squared_error_gradient(const Matrix& O, const Matrix& T) {
-    Matrix dO = O;
-    for (std::size_t k = 0; k < dO.size(); ++k) dO.data()[k] -= T.data()[k];
-    return dO;
-}
-
 Run train(const Problem& p, const Settings& settings) {
     const std::size_t d_model = p.X.cols();  // d_k = d_v = d_model
     std::mt19937 rng(settings.seed);
@@ -111,7 +105,8 @@ Run train(const Problem& p, const Settings& settings) {
             run.alpha_end = result.weights;
             break;
         }
-        const Matrix dO = squared_error_gradient(result.output, p.T);          // dO = ∂L/∂O = O − T
+        Matrix dO = result.output;  // dO = ∂L/∂O = O − T
+        for (std::size_t k = 0; k < dO.size(); ++k) dO.data()[k] -= p.T.data()[k];
         const auto g = layer.backward(p.X, projections, result, dO, options);  // attention/backward.cpp
         adam_q.step(W_Q, g.dW_Q, settings.learning_rate);                      // W ← W − η·(Adam's direction)
         adam_k.step(W_K, g.dW_K, settings.learning_rate);

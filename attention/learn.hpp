@@ -46,10 +46,8 @@ struct Run {
 };
 Run train(const Problem& problem, const Settings& settings);
 
-// The loss of both this training and `attn walk --grad`: L = ½‖O − T‖², summed in double, and its
-// gradient dO = ∂L/∂O = O − T.
+// L = ½‖O − T‖², summed in double.
 double squared_error(const Matrix& O, const Matrix& T);
-Matrix squared_error_gradient(const Matrix& O, const Matrix& T);
 
 std::string to_string(Task task);  // "sentence", "retrieval"
 

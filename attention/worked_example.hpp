@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/learn.hpp"
 #include "matrix/matrix.hpp"
 
 namespace attn::worked_example {
@@ -35,9 +34,19 @@ inline AttentionTrace trace(const AttentionOptions& options = {}) { return trace
 // output wanted as the i-th unit vector; its gradient is dO = O − T.
 inline Matrix target() { return {{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 1.0f}}; }
 
-inline double loss(const Matrix& O) { return learn::squared_error(O, target()); }
+inline double loss(const Matrix& O) {  // ½ Σ_ij (O_ij − T_ij)², summed in double
+    const Matrix T = target();
+    double sum = 0.0;
+    for (std::size_t k = 0; k < O.size(); ++k)
+        sum += 0.5 * double(O.data()[k] - T.data()[k]) * (O.data()[k] - T.data()[k]);
+    return sum;
+}
 
-inline Matrix loss_gradient(const Matrix& O) { return learn::squared_error_gradient(O, target()); }
+inline Matrix loss_gradient(const Matrix& O) {  // dO = ∂L/∂O = O − T
+    Matrix dO = target();
+    for (std::size_t k = 0; k < O.size(); ++k) dO.data()[k] = O.data()[k] - dO.data()[k];
+    return dO;
+}
 
 // The example's backward for that loss: every gradient, for printing and checking.
 inline BackwardTrace backward_trace(const AttentionOptions& options = {}) {

@@ -77,7 +77,7 @@ std::vector<std::string> token_names(learn::Task task, std::size_t n, Lang lang)
     return names;
 }
 
-std::string six_decimals(double L) {
+std::string loss_text(double L) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6f", L);
     return buf;
@@ -124,22 +124,22 @@ std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Ru
     const std::size_t every = std::max<std::size_t>(1, o.settings.steps / 10);
     for (std::size_t step = 0; step < run.loss.size(); ++step)
         if (step % every == 0 || step + 1 == run.loss.size())
-            out << "  " << tr(l, "step ", "第 ") << step << tr(l, "", " 步") << "  L = " << six_decimals(run.loss[step])
+            out << "  " << tr(l, "step ", "第 ") << step << tr(l, "", " 步") << "  L = " << loss_text(run.loss[step])
                 << "\n";
     out << "\n"
         << tr(l, "α half-way (step ", "训练到一半时的 α（第 ") << run.middle_step << tr(l, ")", " 步）") << "\n"
         << alpha_text(run.alpha_middle, p, tokens, l) << "\n"
         << tr(l, "α at the end (step ", "结束时的 α（第 ") << run.loss.size() - 1 << tr(l, ")", " 步）") << "\n"
         << alpha_text(run.alpha_end, p, tokens, l) << "\n  " << tr(l, "L fell from ", "L 从 ")
-        << six_decimals(run.loss.front()) << tr(l, " to ", " 降到 ") << six_decimals(run.loss.back())
-        << tr(l, ".", "。") << "\n";
+        << loss_text(run.loss.front()) << tr(l, " to ", " 降到 ") << loss_text(run.loss.back()) << tr(l, ".", "。")
+        << "\n";
     return out.str();
 }
 
 std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
     std::ostringstream out;
     out << "{\n  \"task\": " << json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
-        << ",\n  \"lr\": " << six_decimals(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
+        << ",\n  \"lr\": " << loss_text(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
         << ",\n  \"tokens\": [";
     const auto tokens = token_names(o.task, p.X.rows(), o.lang);
     for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << json_string(tokens[i]);
