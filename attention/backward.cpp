@@ -95,6 +95,10 @@ SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, co
                                                              const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
     guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options, {});
+    // float range of both stages, before any work
+    const guards::GradientBounds bounds =
+        guards::check_backward_values(projections.Q, projections.K, projections.V, dO, options);
+    guards::check_projection_gradient_values(X, W_Q_, W_K_, W_V_, bounds, options.names);
     AttentionOptions core = options;
     if (options.budget) {  // both stages charged before the first gradient
         const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();

@@ -117,19 +117,35 @@ void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, co
     else expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
 }
 
-void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
-                           const AttentionOptions& options) {
+GradientBounds check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                     const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention_backward";
     const OperandNames& name = options.names;
     const double q = largest_row_norm(who, name.Q, Q), k = largest_row_norm(who, name.K, K),
                  v = largest_row_norm(who, name.V, V);
     const double g = largest_row_norm(who, name.dO, dO);
     const double n = double(Q.rows()), m = double(K.rows());
-    // |dα_ij| = |do_i·v_j| ≤ g·v; |dS'_ij| ≤ 2·g·v (α ≤ 1 and |Σ_t α_it·dα_it| ≤ g·v); dV sums n terms α·do,
-    // dQ sums m terms dS·k, dK sums n terms dS·q.
-    check_float_range(who, "grad 6 (dV = αᵀ·dO)", "n·max‖do_i‖", n * g);
-    check_float_range(who, "grad 3 (dQ = dS·K)", "2·m·max‖do_i‖·max‖v_j‖·max‖k_j‖", 2 * m * g * v * k);
-    check_float_range(who, "grad 3 (dK = dSᵀ·Q)", "2·n·max‖do_i‖·max‖v_j‖·max‖q_i‖", 2 * n * g * v * q);
+    // |dα_ij| = |do_i·v_j| ≤ g·v, and so is rowsum(dα ⊙ α) (α ≥ 0 sums to 1), so |dα_ij − rowsum| ≤ 2·g·v;
+    // dV sums n terms α·do, dQ sums m terms dS·k, dK sums n terms dS·q (scale ≤ 1 only shrinks them).
+    const GradientBounds bounds{.dQ = 2 * m * g * v * k, .dK = 2 * n * g * v * q, .dV = n * g};
+    check_float_range(who, "grad 5 (dS' = α ⊙ (dα − rowsum(dα ⊙ α)))", "2·max‖do_i‖·max‖v_j‖", 2 * g * v);
+    check_float_range(who, "grad 6 (dV = αᵀ·dO)", "n·max‖do_i‖", bounds.dV);
+    check_float_range(who, "grad 3 (dQ = dS·K)", "2·m·max‖do_i‖·max‖v_j‖·max‖k_j‖", bounds.dQ);
+    check_float_range(who, "grad 3 (dK = dSᵀ·Q)", "2·n·max‖do_i‖·max‖v_j‖·max‖q_i‖", bounds.dK);
+    return bounds;
+}
+
+void check_projection_gradient_values(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
+                                      const GradientBounds& core, const OperandNames& name) {
+    const std::string who = "SingleHeadAttention::backward";
+    const double x = largest_row_norm(who, name.X, X), n = double(X.rows());
+    // dW = Xᵀ·dQ sums n terms x_ia·dq_ib, each ≤ x times the bound on dQ;
+    // dX_ia sums three dot products dq_i·(row a of W_Q), …, each ≤ ‖dq_i‖·‖row a‖ by Cauchy–Schwarz.
+    check_float_range(who, "grad 2 (dW_Q = Xᵀ·dQ)", "n·max‖x_i‖·(bound on dQ)", n * x * core.dQ);
+    check_float_range(who, "grad 2 (dW_K = Xᵀ·dK)", "n·max‖x_i‖·(bound on dK)", n * x * core.dK);
+    check_float_range(who, "grad 2 (dW_V = Xᵀ·dV)", "n·max‖x_i‖·(bound on dV)", n * x * core.dV);
+    check_float_range(who, "grad 1 (dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ)", "Σ (bound on ‖dq_i‖)·max‖row of the weight‖",
+                      core.dQ * max_row_norm(W_Q) + core.dK * max_row_norm(W_K) + core.dV * max_row_norm(W_V));
 }
 
 void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& name) {

@@ -23,10 +23,19 @@ void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, c
 // `out` must hold none of the inputs: the backward writes it while it still reads them.
 void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
                            const Matrix& dO, const AttentionOptions& options, const AttentionGradients& out);
+// Bounds on every row norm (so every entry and partial sum) of dQ, dK and dV, from the inputs alone:
+// ‖dq_i‖ ≤ Σ_j |dS_ij|·‖k_j‖, and likewise for dK and dV.
+struct GradientBounds {
+    double dQ, dK, dV;
+};
 // dO has no NaN or ±inf, and no gradient's sum can leave float32: every product of the backward sums
-// n or m terms, each bounded by the norms of the rows it multiplies.
-void check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
-                           const AttentionOptions& options);
+// n or m terms, each bounded by the norms of the rows it multiplies. Returns the bounds it proved.
+GradientBounds check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                                     const AttentionOptions& options);
+// … and through the projections: X has no NaN or ±inf, and dW = Xᵀ·dQ (and K, V) and dX stay within
+// float32 given those bounds.
+void check_projection_gradient_values(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
+                                      const GradientBounds& core, const OperandNames& names);
 
 // For SingleHeadAttention's constructor: d_model rows each (else DModelMismatch), W_Q and W_K as wide
 // (d_k ≥ 1), finite.

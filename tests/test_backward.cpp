@@ -205,6 +205,26 @@ TEST_CASE("the backward refuses bad input by name before any work", "[backward]"
                     std::length_error);
 }
 
+TEST_CASE("the backward refuses inputs whose gradients could leave float32, naming the step", "[backward]") {
+    const Backend b = GENERATE(Backend::naive, Backend::simd, Backend::parallel, Backend::fused);
+    INFO("backend " << attn::to_string(b));
+    const AttentionOptions options = options_for(b, Scale::sqrt_dk, false);
+    // Small scores but large values: dα = dO·Vᵀ = ±4e38 is past float32 (computed, it would be ±inf and
+    // make dQ and dK NaN), although the bounds on dQ and dK, scaled by ‖k‖ = ‖q‖ = 0.1, are in range.
+    const Matrix Q(2, 1, 0.1f), K(2, 1, 0.1f);
+    const Matrix V = Matrix{{2e19f}, {-2e19f}};
+    const Matrix dO(2, 1, 2e19f);
+    CHECK_THROWS_WITH(backward(Q, K, V, dO, options),
+                      Catch::StartsWith("scaled_dot_product_attention_backward: grad 5 (dS' = α ⊙ (dα − rowsum(dα ⊙ "
+                                        "α))) could leave the float32 range: 2·max‖do_i‖·max‖v_j‖ = 8e+38"));
+    // Through the projections: dQ stays in range, but dW_Q = Xᵀ·dQ sums n products of x (3e19) and dQ.
+    const attn::SingleHeadAttention layer(Matrix(1, 1, 1e-20f), Matrix(1, 1, 1e-20f), Matrix(1, 1, 1.0f));
+    const Matrix X = Matrix{{3e19f}, {-3e19f}};
+    CHECK_THROWS_WITH(layer.forward_backward(X, Matrix(2, 1, 1.0f), options),
+                      Catch::StartsWith("SingleHeadAttention::backward: grad 2 (dW_Q = Xᵀ·dQ) could leave the "
+                                        "float32 range"));
+}
+
 TEST_CASE("the fused backward needs the forward's log-sum-exp, and says how to get it", "[backward]") {
     const Matrix Q(3, 2, 0.5f);
     AttentionOptions options = {.backend = Backend::fused};

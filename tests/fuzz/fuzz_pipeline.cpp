@@ -4,7 +4,7 @@
 // agrees with the naive backend: a crash, a sanitizer report, a hang, an allocation past the budget
 // (libFuzzer's -rss_limit_mb), backends that refuse differently, a non-finite output, or outputs
 // further apart than the float32 bound below. The backward runs too, for L = ½‖O‖² (dO = O), under
-// the same rules.
+// the same rules, and for the layer, through the projections back to X and the weights.
 //
 // Input layout: byte 0 = options (bit 0 causal, bits 1–2 scale, bit 3 CSV instead of .npy, bit 4
 // full layer instead of core); then 3 or 4 files, each a 2-byte little-endian length and its bytes.
@@ -130,6 +130,43 @@ void backward_on_every_backend(const Matrix& Q, const Matrix& K, const Matrix& V
     }
 }
 
+// The whole layer's backward (attention, then grad 2 and grad 1 through the projections) on every
+// backend, for the same dO: each either refuses or returns finite dX, dW_Q, dW_K and dW_V. Each
+// backend checks the range against its own projections, so borderline refusals may differ; the
+// values are compared by the core's checks above.
+void layer_backward_on_every_backend(const std::vector<Matrix>& m, const Matrix& dO, const attn::AttentionOptions& base,
+                                     attn::MemoryBudget budget) {
+    const Matrix& X = m[0];
+    const std::size_t n = X.rows(), d_model = X.cols(), d_k = m[1].cols(), d_v = m[3].cols();
+    const double flops = 2.0 * double(n) * double(n) * (2.0 * double(d_k) + 3.0 * double(d_v) + 8.0) +
+                         6.0 * double(n) * double(d_model) * (2.0 * double(d_k) + double(d_v));
+    if (flops > max_flops) return;
+    try {
+        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+            attn::MemoryBudget one_run = budget;
+            attn::charge(one_run, attn::backends::attention_buffers(n, n, d_k, d_v, b, true));
+            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, n, d_k, d_v, b));
+            attn::charge(one_run, attn::backends::projection_gradient_buffers(n, d_model, d_k, d_v, b));
+        }
+    } catch (const std::length_error&) {
+        return;
+    }
+    const attn::SingleHeadAttention layer(m[1], m[2], m[3]);
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        try {
+            attn::AttentionOptions o = base;
+            o.backend = b;
+            const auto pass = layer.forward_backward(X, dO, o);
+            for (const Matrix* g :
+                 {&pass.gradients.dX, &pass.gradients.dW_Q, &pass.gradients.dW_K, &pass.gradients.dW_V})
+                for (std::size_t k = 0; k < g->size(); ++k)
+                    if (!std::isfinite(g->data()[k])) bug("non-finite gradient through the projections");
+        } catch (const std::invalid_argument&) {  // a clean refusal
+        } catch (const std::overflow_error&) {    // a clean refusal of a range the bounds cannot promise
+        }
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -232,6 +269,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_close(*got.output, *naive.output, v * (4.0 * delta + 4.0 * (double(K.rows()) + 8) * eps) + 1e-30,
                     "a backend disagrees with naive beyond the float32 bound");
     }
-    if (naive.output) backward_on_every_backend(Q, K, V, *naive.output, base, budget);
+    if (!naive.output) return 0;
+    backward_on_every_backend(Q, K, V, *naive.output, base, budget);
+    if (layer) layer_backward_on_every_backend(m, *naive.output, base, budget);
     return 0;
 }
