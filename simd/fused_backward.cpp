@@ -105,6 +105,9 @@ void times(const float* A, std::size_t lda, std::size_t rows, std::size_t depth,
 
 // [fused gradient tile] Pᵀ = 2^(tᵀ − L), dS'ᵀ = Pᵀ ⊙ (dPᵀ − D) on a keys×queries tile (row stride
 // ld), in place: tᵀ becomes Pᵀ, dPᵀ becomes dS'ᵀ. L and D belong to the queries, one per column.
+// The exponent is capped at 0, so P ≤ 1 as α is: a recomputed score is rounded in another order than
+// the forward's, off by up to about (d_k + 2)·ε·‖q‖·‖k‖, which for scores near 1e19 is beyond 1e12,
+// and 2^(that) would be ∞. The range checks of attention/guards.cpp count on α ≤ 1.
 void softmax_gradient_tile(float* t, float* dp, std::size_t rows, std::size_t cols, std::size_t ld, const float* L,
                            const float* D) {
     for (std::size_t r = 0; r < rows; ++r) {
@@ -112,13 +115,14 @@ void softmax_gradient_tile(float* t, float* dp, std::size_t rows, std::size_t co
         float* dr = dp + r * ld;
         std::size_t c = 0;
         for (; c + W <= cols; c += W) {
-            const Batch p = softmax_exp2(Batch::load_unaligned(tr + c) - Batch::load_unaligned(L + c));
+            const Batch p =
+                softmax_exp2(xsimd::min(Batch::load_unaligned(tr + c) - Batch::load_unaligned(L + c), Batch(0.0f)));
             p.store_unaligned(tr + c);
             (p * (Batch::load_unaligned(dr + c) - Batch::load_unaligned(D + c))).store_unaligned(dr + c);
         }
         for (; c < cols; ++c) {  // the tail, through the same exponential: a batch padded with zeros
             alignas(64) float lane[W] = {};
-            lane[0] = tr[c] - L[c];
+            lane[0] = std::min(tr[c] - L[c], 0.0f);
             const float p = softmax_exp2(Batch::load_aligned(lane)).get(0);
             tr[c] = p;
             dr[c] = p * (dr[c] - D[c]);

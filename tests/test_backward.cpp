@@ -225,6 +225,22 @@ TEST_CASE("the backward refuses inputs whose gradients could leave float32, nami
                                         "float32 range"));
 }
 
+TEST_CASE("the gradients stay finite where scores near 1e19 round differently in the fused recomputation",
+          "[backward]") {
+    // Scores near 1e19 carry rounding errors near 1e12, so the fused backward's recomputed score need
+    // not equal the forward's bit for bit; α = e^(s − L) must still come out ≤ 1, not e^(1e12) = ∞.
+    std::mt19937 rng(1019);
+    Matrix Q = random_matrix(37, 5, rng);
+    for (std::size_t k = 0; k < Q.size(); ++k) Q.data()[k] *= 1e19f;
+    const Matrix K = random_matrix(37, 5, rng), V = random_matrix(37, 3, rng), dO = random_matrix(37, 3, rng);
+    const Backend b = GENERATE(Backend::naive, Backend::simd, Backend::parallel, Backend::fused);
+    const bool causal = GENERATE(false, true);
+    INFO("backend " << attn::to_string(b) << (causal ? ", causal" : ""));
+    const attn::AttentionGradients g = backward(Q, K, V, dO, options_for(b, Scale::sqrt_dk, causal));
+    for (const Matrix* m : {&g.dQ, &g.dK, &g.dV})
+        for (std::size_t k = 0; k < m->size(); ++k) REQUIRE(std::isfinite(m->data()[k]));
+}
+
 TEST_CASE("the fused backward needs the forward's log-sum-exp, and says how to get it", "[backward]") {
     const Matrix Q(3, 2, 0.5f);
     AttentionOptions options = {.backend = Backend::fused};
