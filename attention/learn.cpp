@@ -22,27 +22,6 @@ Matrix partner_rows(const Matrix& X, const std::vector<std::size_t>& wanted) {
     return T;
 }
 
-// Adam for one weight matrix: running averages of the gradient and of its square, each corrected for
-// starting at 0, and a step of about `rate` along the gradient's sign for every entry, shorter where
-// the gradient has been noisy.
-struct Adam {
-    static constexpr float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
-    Matrix m, v;                           // the averages, the shape of the weight
-    float beta1_t = 1.0f, beta2_t = 1.0f;  // β₁ᵗ and β₂ᵗ, by multiplication (the same bits with every libm)
-    void step(Matrix& W, const Matrix& dW, float rate) {
-        if (m.empty()) m = v = Matrix(W.rows(), W.cols());
-        beta1_t *= beta1;
-        beta2_t *= beta2;
-        const float unbias1 = 1.0f - beta1_t, unbias2 = 1.0f - beta2_t;
-        for (std::size_t k = 0; k < W.size(); ++k) {
-            const float g = dW.data()[k];
-            m.data()[k] = beta1 * m.data()[k] + (1 - beta1) * g;      // m ← β₁·m + (1 − β₁)·g
-            v.data()[k] = beta2 * v.data()[k] + (1 - beta2) * g * g;  // v ← β₂·v + (1 − β₂)·g²
-            W.data()[k] -= rate * (m.data()[k] / unbias1) / (std::sqrt(v.data()[k] / unbias2) + epsilon);
-        }
-    }
-};
-
 // Draws of our own from std::mt19937, whose sequence the standard fixes: std::uniform_real_distribution
 // and std::shuffle are left to each library, and a seed must give the same run with every compiler
 // (and in the WebAssembly build, whose library is another).
@@ -57,6 +36,23 @@ Matrix uniform_matrix(std::size_t rows, std::size_t cols, std::mt19937& rng, flo
 }
 
 }  // namespace
+
+// Adam: running averages of the gradient and of its square, each corrected for starting at 0, and a
+// step of about `rate` along the gradient's sign for every entry, shorter where the gradient has been
+// noisy. β₁ᵗ and β₂ᵗ are kept by multiplication (the same bits with every libm).
+void Trainer::Adam::step(Matrix& W, const Matrix& dW, float rate) {
+    constexpr float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
+    if (m.empty()) m = v = Matrix(W.rows(), W.cols());
+    beta1_t *= beta1;
+    beta2_t *= beta2;
+    const float unbias1 = 1.0f - beta1_t, unbias2 = 1.0f - beta2_t;
+    for (std::size_t k = 0; k < W.size(); ++k) {
+        const float g = dW.data()[k];
+        m.data()[k] = beta1 * m.data()[k] + (1 - beta1) * g;      // m ← β₁·m + (1 − β₁)·g
+        v.data()[k] = beta2 * v.data()[k] + (1 - beta2) * g * g;  // v ← β₂·v + (1 − β₂)·g²
+        W.data()[k] -= rate * (m.data()[k] / unbias1) / (std::sqrt(v.data()[k] / unbias2) + epsilon);
+    }
+}
 
 Problem make_problem(Task task, std::uint32_t seed) {
     if (task == Task::sentence) {
@@ -79,39 +75,55 @@ double squared_error(const Matrix& O, const Matrix& T) {
     return sum;
 }
 
-Run train(const Problem& p, const Settings& settings) {
-    const std::size_t d_model = p.X.cols();  // d_k = d_v = d_model
+Trainer::Trainer(Problem problem, const Settings& settings) : problem_(std::move(problem)), settings_(settings) {
+    const std::size_t d_model = problem_.X.cols();  // d_k = d_v = d_model
     std::mt19937 rng(settings.seed);
     // W_Q and W_K small and random: every score near 0, so every row of α near uniform, attending
     // nowhere in particular. W_V starts as the identity, V = X: each value starts as its own token's
     // embedding, so "read your partner" means one cell of α (any W_V that swapped the values around
     // would let other cells give the same O; starting from V = X, training has no reason to go there).
-    Matrix W_Q = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f),
-           W_K = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f), W_V(d_model, d_model);
-    for (std::size_t k = 0; k < d_model; ++k) W_V(k, k) = 1.0f;
-    Adam adam_q, adam_k, adam_v;
-    const AttentionOptions options{.backend = settings.backend};
+    W_Q_ = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f);
+    W_K_ = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f);
+    W_V_ = Matrix(d_model, d_model);
+    for (std::size_t k = 0; k < d_model; ++k) W_V_(k, k) = 1.0f;
+}
+
+Trainer::Look Trainer::look() const {
+    const AttentionOptions options{.backend = settings_.backend};
+    const auto projections = SingleHeadAttention(W_Q_, W_K_, W_V_).project(problem_.X, options);
+    const AttentionResult result = scaled_dot_product_attention(projections.Q, projections.K, projections.V, options);
+    return {squared_error(result.output, problem_.T), result.weights};  // L = ½‖O − T‖²
+}
+
+Trainer::Look Trainer::step() {
+    const AttentionOptions options{.backend = settings_.backend};
+    const SingleHeadAttention layer(W_Q_, W_K_, W_V_);
+    const auto projections = layer.project(problem_.X, options);
+    const AttentionResult result = scaled_dot_product_attention(projections.Q, projections.K, projections.V, options);
+    Matrix dO = result.output;  // dO = ∂L/∂O = O − T
+    for (std::size_t k = 0; k < dO.size(); ++k) dO.data()[k] -= problem_.T.data()[k];
+    const auto g = layer.backward(problem_.X, projections, result, dO, options);  // attention/backward.cpp
+    adam_q_.step(W_Q_, g.dW_Q, settings_.learning_rate);                          // W ← W − η·(Adam's direction)
+    adam_k_.step(W_K_, g.dW_K, settings_.learning_rate);
+    adam_v_.step(W_V_, g.dW_V, settings_.learning_rate);
+    ++steps_;
+    return {squared_error(result.output, problem_.T), result.weights};  // L = ½‖O − T‖², before the update
+}
+
+Run train(const Problem& p, const Settings& settings) {
+    Trainer trainer(p, settings);
     Run run;
     run.middle_step = settings.steps / 2;
-    for (std::size_t step = 0; step <= settings.steps; ++step) {
-        const SingleHeadAttention layer(W_Q, W_K, W_V);
-        const auto projections = layer.project(p.X, options);
-        const AttentionResult result =
-            scaled_dot_product_attention(projections.Q, projections.K, projections.V, options);
-        run.loss.push_back(squared_error(result.output, p.T));  // L = ½‖O − T‖²
-        if (step == 0) run.alpha_start = result.weights;
-        if (step == run.middle_step) run.alpha_middle = result.weights;
-        if (step == settings.steps) {
-            run.alpha_end = result.weights;
-            break;
-        }
-        Matrix dO = result.output;  // dO = ∂L/∂O = O − T
-        for (std::size_t k = 0; k < dO.size(); ++k) dO.data()[k] -= p.T.data()[k];
-        const auto g = layer.backward(p.X, projections, result, dO, options);  // attention/backward.cpp
-        adam_q.step(W_Q, g.dW_Q, settings.learning_rate);                      // W ← W − η·(Adam's direction)
-        adam_k.step(W_K, g.dW_K, settings.learning_rate);
-        adam_v.step(W_V, g.dW_V, settings.learning_rate);
+    for (std::size_t step = 0; step < settings.steps; ++step) {
+        Trainer::Look seen = trainer.step();
+        run.loss.push_back(seen.loss);
+        if (step == 0) run.alpha_start = seen.alpha;
+        if (step == run.middle_step) run.alpha_middle = std::move(seen.alpha);
     }
+    Trainer::Look end = trainer.look();
+    run.loss.push_back(end.loss);
+    if (settings.steps == 0) run.alpha_start = run.alpha_middle = end.alpha;
+    run.alpha_end = std::move(end.alpha);
     return run;
 }
 

@@ -37,6 +37,39 @@ struct Settings {
     Backend backend = Backend::naive;
 };
 
+// One run of training, a step at a time: train() below runs it to the end, and the pages' live
+// example steps it between redraws. The weights start as train() describes, from settings.seed.
+class Trainer {
+public:
+    Trainer(Problem problem, const Settings& settings);
+    // What the forward saw at the current weights: L = ½‖O − T‖² and α.
+    struct Look {
+        double loss;
+        Matrix alpha;
+    };
+    Look look() const;
+    // One step: the forward (returned, as it was before the update), the backward, Adam's update.
+    Look step();
+    std::size_t steps_taken() const { return steps_; }
+    const Problem& problem() const { return problem_; }
+    const Matrix& W_Q() const { return W_Q_; }
+    const Matrix& W_K() const { return W_K_; }
+    const Matrix& W_V() const { return W_V_; }
+
+private:
+    // Adam for one weight matrix: running averages of the gradient and of its square (learn.cpp).
+    struct Adam {
+        Matrix m, v;                           // the averages, the shape of the weight
+        float beta1_t = 1.0f, beta2_t = 1.0f;  // β₁ᵗ and β₂ᵗ
+        void step(Matrix& W, const Matrix& dW, float rate);
+    };
+    Problem problem_;
+    Settings settings_;
+    Matrix W_Q_, W_K_, W_V_;
+    Adam adam_q_, adam_k_, adam_v_;
+    std::size_t steps_ = 0;
+};
+
 // What a run of training saw: the loss before every step and after the last, and α at the start,
 // after half the steps, and at the end.
 struct Run {

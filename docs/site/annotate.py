@@ -200,6 +200,9 @@ table.matrix th { font-weight: normal; font-size: 13px; background: #f7f7f7; }
 .editor .error { color: #c0392b; min-height: 1.2em; }
 .variant.stale > :not(.stale-note) { opacity: .3; }
 .stale-note { color: #8c2a1f; background: #fdecea; border: 1px dashed #c0392b; padding: .3rem .7rem; }
+table.heatmap td.wanted { outline: 3px solid #d9a400; outline-offset: -3px; }
+svg.loss polyline { fill: none; stroke: #1e40af; stroke-width: 1.6; } svg.loss .axis { fill: none; stroke: #888; }
+svg.loss text { font-size: 11px; fill: #444; text-anchor: end; } svg.loss text.start { text-anchor: start; }
 """ + SVG_STYLE
 
 

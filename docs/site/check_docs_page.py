@@ -130,9 +130,46 @@ def typed_checks(check, name, typed, attn, tolerance):
                   f"as not current ({state['note'][:60]!r}…)")
 
 
+def training_checks(check, name, r, attn, tolerance):
+    """The train control against `attn learn --format json` (the same Trainer, seed 1, 300 steps)."""
+    zh = name.startswith("lesson-03.zh")
+    want = json.loads(subprocess.run([attn, "learn", "--format", "json", "--lang", "zh" if zh else "en"],
+                                     capture_output=True, text=True, check=True).stdout)
+    step_word, colon, semicolon, train_word = ("步数", "：", "；", "训练") if zh else ("step", ": ", "; ", "train")
+    p = r["paused"]
+    check(p["status"].startswith(f"{step_word}{colon}2{semicolon}L = ") and p["button"] == train_word,
+          f"{name}: train, then pause after the first frame: the counter stops at 2 steps ({p})")
+    t = r["trained"]
+    shown_step, shown_loss = re.fullmatch(rf"{step_word}{colon}(\d+){semicolon}L = ([0-9.e+-]+)", t["status"]).groups()
+    loss = want["loss"]
+    # as the page writes L: 4 decimals, or 4 significant digits below 0.001
+    label = lambda v: f"{v:.4f}" if v >= 0.001 else re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{v:.3e}")
+    check(int(shown_step) == want["steps"] == 300 and shown_loss == label(loss[-1]),
+          f"{name}: after training the page says step {shown_step}, L = {shown_loss}; attn learn: L = {loss[-1]:.4g}")
+    check(float(shown_loss) < 0.1 * loss[0],
+          f"{name}: … below 10% of the start, L = {loss[0]:.4f} ({float(shown_loss) / loss[0]:.2e} of it)")
+    check(close(t["alpha"], want["alpha_end"], tolerance),
+          f"{name}: the trained α shown equals attn learn's final α ({t['alpha'][0]} …)")
+    largest = [max(range(len(row)), key=lambda j: float(row[j])) for row in t["alpha"]]
+    check(t["wanted"] == [[i, j] for i, j in enumerate(want["wanted"])] and largest == want["wanted"],
+          f"{name}: the outlined cells are the ones the task wants, and each row's largest α is there ({t['wanted']})")
+    c = t["curve"]
+    check(c is not None and c["points"] == len(loss) == 301 and c["labels"][:2] == [label(max(loss)), label(min(loss))],
+          f"{name}: the loss curve has a point for each of the 301 losses and is labelled with the largest and "
+          f"smallest ({c and c['labels']})")
+    size = {len(row) for row in t["inputs"]["W_Q"]} | {len(t["inputs"]["W_Q"])}
+    check(size == {4} and str(300) in t["note"] and t["button"] == train_word,
+          f"{name}: the editor holds the trained 4×4 weights, and the text says they were learned in 300 steps")
+    reset = t["reset"]
+    check(reset["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and reset["curve"] is None
+          and reset["status"] == f"{step_word}{colon}0",
+          f"{name}: reset to the lesson after training: α₁ = {reset['alpha_row_1']}, no curve, step 0")
+
+
 def live_screenshots(profile, out, name, shots, timeout=60):
-    """Screenshots of the editable example in two states a reader can reach: an overflow the chain
-    computes (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo) and a refused cell (1e40)."""
+    """Screenshots of the editable example in states a reader can reach: an overflow the chain computes
+    (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo), a refused cell (1e40), and after
+    training (the loss curve and weights reached; α with the wanted cells outlined)."""
     browser = DevTools(profile, (out / name).as_uri())
     saved = []
     try:
@@ -144,6 +181,18 @@ def live_screenshots(profile, out, name, shots, timeout=60):
                   " document.querySelector(target).scrollIntoView(); return true; }")
         for state, value, target in (("overflowed", "3e19", ".variant .aside"), ("refused", "1e40", ".editor .error")):
             browser.evaluate(tab, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
+            time.sleep(0.3)
+            shot = shots / f"{name.removesuffix('.html')}-{state}.png"
+            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", tab)["data"]))
+            saved.append(shot)
+        # trained: the curve and the weights reached, then α with the wanted cells outlined
+        browser.evaluate(tab, "(() => { const s = document.querySelector('section.worked');"
+                              " s.addEventListener('worked-example-trained', () => { window.trainedForShot = true; }, {once: true});"
+                              " s.querySelector('.editor button[data-action=\"reset\"]').click();"
+                              " s.querySelector('.editor button[data-action=\"train\"]').click(); return true; })()")
+        browser.wait_for(tab, "window.trainedForShot === true", deadline)
+        for state, target in (("trained-weights", ".editor .status"), ("trained", '.variant .mat[data-name="alpha"]')):
+            browser.evaluate(tab, f"document.querySelector({json.dumps(target)}).scrollIntoView() || true")
             time.sleep(0.3)
             shot = shots / f"{name.removesuffix('.html')}-{state}.png"
             shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", tab)["data"]))
@@ -298,6 +347,7 @@ def live_checks(check, profile, out, name, attn):
     check(r["reset"]["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and r["reset"]["tokens"] == 3,
           f"{name}: reset brings back the lesson's α₁ = {r['reset']['alpha_row_1']}")
     typed_checks(check, name, r["typed"], attn, tolerance)
+    training_checks(check, name, r, attn, tolerance)
     check(not r["script_errors"], f"{name}: no script error while editing ({r['script_errors'][:3]})")
     # Times are reported, not judged: they are the host's, and a check decides only what a commit decides.
     times = sorted(r["recompute_ms"])

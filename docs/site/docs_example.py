@@ -42,6 +42,17 @@ TEXT = {
                       "current.",
         "edited_note": "These are your numbers now, not the lesson's; every table below follows from them.",
         "tokens": "tokens", "token": "token", "reset": "reset to the lesson",
+        "train_intro": "Or watch relevance being learned: <b>train</b> replaces the weights with small random "
+                       "$W_Q$ and $W_K$ (every row of α nearly uniform) and $W_V = I$, and trains the three on "
+                       "the task of <code>attn learn</code>: each token's target is the embedding of the token it "
+                       "should read (猫 reads 坐, 坐 reads 猫, 地毯 reads 坐; those cells of α are outlined). "
+                       "Every frame runs the chain forward, backward and Adam's update a few times, the same C++ "
+                       "as <code>attn learn --seed 1</code>, and every table below is drawn for the weights "
+                       "reached. The lesson itself stops at the forward pass.",
+        "train": "train", "pause": "pause", "step": "step",
+        "trained_note": "These weights were learned: {} steps of the backward and Adam from seed 1, on the task "
+                        "above; every table below follows from them.",
+        "loss_curve": "L = ½‖O − T‖² by step (logarithmic scale)",
         "lang": "en",
         "stale": "Not current: these tables still show the last input the chain accepted, not the one above",
         "render_failed": "This result could not be drawn",
@@ -65,6 +76,15 @@ TEXT = {
                       "范围的格子会被标出并说明原因；改正之前，下面的表格会变淡，并注明它们不是当前输入的结果。",
         "edited_note": "现在这些是你的数，而不是课程里的；下面每张表都由它们算出。",
         "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
+        "train_intro": "也可以看看相关性是怎样学出来的：点<b>训练</b>后，权重换成很小的随机 $W_Q$、$W_K$"
+                       "（α 的每一行都接近均匀）和 $W_V = I$，再在 <code>attn learn</code> 的任务上训练这三个矩阵："
+                       "每个词的目标是它应当读取的那个词的嵌入（猫读坐，坐读猫，地毯读坐；α 中这些格子带有边框）。"
+                       "每一帧让计算链做几次前向、反向和 Adam 更新，与 <code>attn learn --seed 1</code> 是同一份 C++，"
+                       "下面每张表都按当前学到的权重画出。课程本身只讲到前向计算为止。",
+        "train": "训练", "pause": "暂停", "step": "步数",
+        "trained_note": "这些权重是学出来的：从种子 1 开始，按上面的任务做了 {} 步反向传播和 Adam 更新；"
+                        "下面每张表都由它们算出。",
+        "loss_curve": "L = ½‖O − T‖² 随步数的变化（对数刻度）",
         "lang": "zh",
         "stale": "以下不是当前结果：这些表格仍是计算链上一次接受的输入算出的，而不是上面这组输入",
         "render_failed": "这个结果无法显示",

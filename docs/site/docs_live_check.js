@@ -9,6 +9,8 @@
 //   5. type 3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters and 0.5 into W_Q₁₁, one after the
 //      other, as keystrokes arrive: after each, report the matrices typed, whether the tables are
 //      marked as not current (and what they say), the marked cells, the message, α and O;
+//   6. train: pause after the first frame and resume; once the Learner has taken its 300 steps,
+//      report the step and loss shown, α, the outlined cells, the loss curve; reset to the lesson;
 //   and every script error the page raised, and the milliseconds of the first render (from reading and from compiling the module) and of each
 //   recomputation, which check_docs_page.py takes on the real clock and prints.
 "use strict";
@@ -70,9 +72,29 @@
                tables: [...variant.querySelectorAll("td")].map((td) => td.textContent).join(" ") };
     });
     click('.editor button[data-action="reset"]');
-    r.script_errors = scriptErrors;
-    r.recompute_ms = window.workedExampleTimings;
-    report(r);
+
+    const status = () => section.querySelector(".editor .status").textContent;
+    const trainButton = () => section.querySelector('.editor button[data-action="train"]');
+    const curve = () => {
+      const svg = section.querySelector(".editor svg.loss");
+      return svg && { points: svg.querySelector("polyline").getAttribute("points").trim().split(/\s+/).length,
+                      labels: [...svg.querySelectorAll("text")].map((e) => e.textContent) };
+    };
+    section.addEventListener("worked-example-trained", () => {
+      const wanted = [...section.querySelectorAll('.variant .mat[data-name="alpha"] td.wanted')]
+        .map((td) => [td.parentElement.rowIndex - 1, td.cellIndex - 1]);
+      r.trained = { status: status(), button: trainButton().textContent, alpha: shown("alpha"), wanted, curve: curve(),
+                    inputs: matrices(), note: section.querySelector(".variant h3 + p + p").textContent };
+      click('.editor button[data-action="reset"]');
+      r.trained.reset = { status: status(), curve: curve(), alpha_row_1: shown("alpha")[0] };
+      r.script_errors = scriptErrors;
+      r.recompute_ms = window.workedExampleTimings;
+      report(r);
+    }, { once: true });
+    trainButton().click();  // the first frame is drawn at once; pause, then go on
+    trainButton().click();
+    r.paused = { status: status(), button: trainButton().textContent };
+    trainButton().click();
   };
   if (window.workedExampleReady !== undefined) run();
   else section.addEventListener("worked-example-ready", run);

@@ -12,6 +12,9 @@
   const data = JSON.parse(section.querySelector("script.worked-data").textContent);
   const t = data.text;
   const out = section.querySelector(".variant");
+  // Training (the live example only): the Learner of the WebAssembly module, the steps it has taken,
+  // L before each of them, and the cell each row of α should choose.
+  const learning = { learner: null, step: 0, losses: [], loss: null, wanted: null, running: false, timer: 0 };
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
   // ---- the layout of one result --------------------------------------------------------------
@@ -35,14 +38,15 @@
   const column = (m, j) => m.map((row) => row[j]);
   const fill = (template, ...values) => values.reduce((s, v) => s.replace("{}", v), template);
 
-  function table(m, rows, cols, heat) {
+  // `wanted` (training only): wanted[i] is the column row i of α should choose; that cell is outlined
+  function table(m, rows, cols, heat, wanted) {
     const head = cols ? "<tr><th></th>" + cols.map((c) => `<th>${esc(c)}</th>`).join("") + "</tr>" : "";
     const body = m.map((row, i) => {
-      const cells = row.map((v) => {
-        let style = "";
+      const cells = row.map((v, j) => {
+        let style = wanted && wanted[i] === j ? ' class="wanted"' : "";
         if (heat && Number.isFinite(value(v))) {  // α = 0 white … α = 1 dark blue; white text once the cell is dark
           const shade = 0.08 + 0.92 * v;
-          style = ` style="background: rgba(30, 64, 175, ${shade.toFixed(3)}); color: ${shade > 0.42 ? "#fff" : "#111"}"`;
+          style += ` style="background: rgba(30, 64, 175, ${shade.toFixed(3)}); color: ${shade > 0.42 ? "#fff" : "#111"}"`;
         }
         return `<td${style}>${fmt(v)}</td>`;
       }).join("");
@@ -64,7 +68,8 @@
       + `<p>$\\lVert o_${i} - v_${i} \\rVert = ${fixed(e.length)}$${s.length}</p>`;
   }
 
-  function render(d, edited) {
+  // mode: "lesson" (the lesson's weights), "edited" (the reader's) or "trained" (the Learner's, below)
+  function render(d, mode) {
     const tok = d.tokens, n = d.n;
     // The program's sentences (cli/walk_text.cpp), typeset when the page was built; an edit changes
     // the numbers, never the words, so the precomputed variant of the same scale and mask has them.
@@ -80,7 +85,8 @@
     step(s["title.1"], s["note.1"]);
     html.push(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model)))));
     step(s["title.2"], s["note.2"]);
-    html.push(`<p>${edited ? t.edited_note : s.weights}</p>`);
+    const note = { lesson: s.weights, edited: t.edited_note, trained: fill(t.trained_note, learning.step) }[mode];
+    html.push(`<p>${note}</p>`);
     html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]))),
                    ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length))))));
     html.push(`<p>${s.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${s.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
@@ -107,7 +113,7 @@
       html.push(mats(figure("$S'$", table(d.softmax_input, tok, tok))));
     }
     step(s["title.5"], s["note.5"]);
-    html.push(mats(figure(s.heat, table(d.weights, tok, tok, true), "alpha")));
+    html.push(mats(figure(s.heat, table(d.weights, tok, tok, true, mode === "trained" ? learning.wanted : null), "alpha")));
     const w = d.softmax_row, i = w.row + 1;  // under the mask: the last row, which sees every token
     const seen = w.exponentials.filter((_, j) => d.softmax_input[w.row][j] !== "-inf");
     html.push(`<p>${s.expanded}${c}${s.row_max}${c}$m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
@@ -140,7 +146,7 @@
   };
   const precomputed = () => {
     const { scale, causal } = choice();
-    render(data.variants[`${scale}-${causal ? 1 : 0}`], false);
+    render(data.variants[`${scale}-${causal ? 1 : 0}`], "lesson");
   };
   section.querySelector(".switch").addEventListener("change", () => (live ? live.compute() : precomputed()));
   precomputed();  // the page is complete before the WebAssembly module is ready (or without it)
@@ -155,7 +161,7 @@
     X: lesson.X.map((r) => r.map(short)), W_Q: lesson.W_Q.map((r) => r.map(short)),
     W_K: lesson.W_K.map((r) => r.map(short)), W_V: lesson.W_V.map((r) => r.map(short)),
   });
-  let state = fresh(), edited = false;
+  let state = fresh(), mode = "lesson";
   const editor = section.querySelector(".editor");
   const timings = (window.workedExampleTimings = []);  // ms per computation, read by docs/site/check_docs_page.py
 
@@ -172,12 +178,41 @@
       + `<span class="count">${t.tokens}${t.colon}${n}</span>${button("token+", "+", n >= 8)}${button("token-", "−", n <= 1)}`
       + `<span class="count">$d_k$${t.colon}${dk}</span>${button("dk+", "+", dk >= 8)}${button("dk-", "−", dk <= 1)}`
       + `<span class="count">$d_v$${t.colon}${dv}</span>${button("dv+", "+", dv >= 8)}${button("dv-", "−", dv <= 1)}`
-      + button("reset", t.reset, false) + `</div><div class="mats">`
+      + button("reset", t.reset, false) + `</div><p>${t.train_intro}</p><div class="training"></div><div class="mats">`
       + figure("$X$", grid("X", state.X, state.tokens)) + figure("$W_Q$", grid("W_Q", state.W_Q))
       + figure("$W_K$", grid("W_K", state.W_K)) + figure("$W_V$", grid("W_V", state.W_V))
       + `</div><p class="error" role="alert"></p>`;
     editor.hidden = false;
     if (window.renderMathInElement && window.mathOptions) window.renderMathInElement(editor, window.mathOptions);
+    drawTraining();
+  }
+
+  // The train button, the step and L reached, and the loss curve; redrawn alone after an edit, so that
+  // the cell being typed in keeps its focus.
+  function drawTraining() {
+    editor.querySelector(".training").innerHTML = `<div class="controls">`
+      + `<button type="button" data-action="train">${learning.running ? t.pause : t.train}</button>`
+      + `<span class="count status">${t.step}${t.colon}${learning.step}`
+      + (learning.loss === null ? "" : `${t.semicolon}L = ${lossText(learning.loss)}`) + `</span></div>` + lossCurve();
+  }
+
+  const lossText = (v) => (v < 0.001 ? v.toExponential(3) : v.toFixed(4));
+  // L by step, on a logarithmic scale (L falls by orders of magnitude): the values the Learner computed,
+  // L before each step taken and L at the weights shown.
+  function lossCurve() {
+    const L = learning.loss === null ? [] : [...learning.losses, learning.loss];
+    if (L.length < 2) return "";
+    const w = 340, h = 160, left = 58, bottom = h - 22, top = 10, right = w - 10;
+    const logs = L.map(Math.log10), high = Math.max(...logs), low = Math.min(...logs), span = Math.max(high - low, 1e-9);
+    const x = (k) => (left + (right - left) * k / (L.length - 1)).toFixed(1);
+    const y = (v) => (top + (bottom - top) * (high - v) / span).toFixed(1);
+    return figure(t.loss_curve, `<svg class="loss" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">`
+      + `<path class="axis" d="M${left},${top} V${bottom} H${right}"/>`
+      + `<polyline points="${logs.map((v, k) => `${x(k)},${y(v)}`).join(" ")}"/>`
+      + `<text x="${left - 4}" y="${top + 4}">${lossText(10 ** high)}</text>`
+      + `<text x="${left - 4}" y="${bottom}">${lossText(10 ** low)}</text>`
+      + `<text class="start" x="${left}" y="${h - 6}">0</text><text x="${right}" y="${h - 6}">${t.step} ${L.length - 1}</text>`
+      + "</svg>", "loss");
   }
 
   const csv = (m) => m.map((row) => row.map((v) => v.trim()).join(",")).join("\n");
@@ -219,7 +254,7 @@
       return;
     }
     try {
-      render(d, edited);
+      render(d, mode);
     } catch (e) {  // a result the layout could not draw: say so rather than leave another's numbers
       error.textContent = `${t.render_failed}${t.colon}${e.message}`;
       markStale(error.textContent);
@@ -236,16 +271,22 @@
     const cell = event.target;
     if (cell.classList.contains("token")) state.tokens[cell.dataset.i] = cell.value;
     else state[cell.dataset.m][cell.dataset.i][cell.dataset.j] = cell.value;
-    edited = true;
+    if (mode === "trained") {
+      forget();
+      drawTraining();
+    }
+    mode = "edited";
     compute();
   });
   editor.addEventListener("click", (event) => {
     const action = event.target.dataset && event.target.dataset.action;
     if (!action) return;
     const n = state.X.length, dm = state.X[0].length, dk = state.W_Q[0].length, dv = state.W_V[0].length;
-    if (action === "reset") { state = fresh(); edited = false; }
+    if (action === "train") return learning.running ? pause() : train();
+    forget();
+    if (action === "reset") { state = fresh(); mode = "lesson"; }
     else {
-      edited = true;
+      mode = "edited";
       if (action.startsWith("token")) {
         const rows = n + (action === "token+" ? 1 : -1);
         state.X = resize(state.X, rows, dm, "0");
@@ -261,6 +302,57 @@
     drawEditor();
     compute();
   });
+
+  // ---- training, a few steps per frame (the module's Learner: attention/learn.cpp's Trainer) -----
+  const TRAIN_STEPS = 300, STEPS_PER_FRAME = 2;  // attn learn's default run, drawn in 150 frames
+  function adopt(r) {  // what the Learner reports after its steps: the weights now, and the losses
+    // each float written as the shortest decimal that reads back to it: 0.3, not 0.300000012
+    const shortest = (text) => {
+      const x = Math.fround(Number(text));
+      for (let digits = 1; ; ++digits) {
+        const decimal = String(Number(x.toPrecision(digits)));
+        if (Math.fround(Number(decimal)) === x || digits === 9) return decimal;
+      }
+    };
+    const rows = (text) => text.trim().split("\n").map((line) => line.split(",").map(shortest));
+    Object.assign(state, { X: rows(r.X), W_Q: rows(r.W_Q), W_K: rows(r.W_K), W_V: rows(r.W_V) });
+    learning.step = r.step;
+    learning.losses.push(...r.losses);
+    learning.loss = r.loss;
+    learning.wanted = r.wanted;
+    mode = "trained";
+  }
+  function train() {
+    if (!learning.learner) {  // the lesson's X and tokens, the Learner's first weights, ÷√d_k and no mask
+      state = fresh();
+      learning.learner = new module.Learner("sentence", 1, 0.05);
+      adopt(JSON.parse(learning.learner.step(0)));
+      section.querySelector('.switch input[value="sqrt"]').checked = true;
+      section.querySelector('.switch input[value="0"]').checked = true;
+    }
+    learning.goal = (Math.floor(learning.step / TRAIN_STEPS) + 1) * TRAIN_STEPS;
+    learning.running = true;
+    frame();
+  }
+  function frame() {
+    if (!learning.running) return;
+    adopt(JSON.parse(learning.learner.step(Math.min(STEPS_PER_FRAME, learning.goal - learning.step))));
+    learning.running = learning.step < learning.goal;
+    drawEditor();
+    compute();
+    if (learning.running) learning.timer = setTimeout(frame, 16);
+    else section.dispatchEvent(new Event("worked-example-trained"));
+  }
+  function pause() {
+    clearTimeout(learning.timer);
+    learning.running = false;
+    drawTraining();
+  }
+  function forget() {  // an edit or a reset: the weights shown are no longer the Learner's
+    clearTimeout(learning.timer);
+    if (learning.learner) learning.learner.delete();
+    Object.assign(learning, { learner: null, step: 0, losses: [], loss: null, wanted: null, running: false });
+  }
 
   // The module compiles synchronously as AttnWalk() is called (WASM_ASYNC_COMPILATION=0 in
   // meson.build; AttnWalk() then returns the module itself, not a promise). Compiled asynchronously

@@ -5,6 +5,7 @@
 //  - other inputs (4 tokens, d_k = 2, d_v = 5): its output and α equal `attn run --backend naive` on
 //    the same CSV files, to the printed 4 decimals;
 //  - bad input gets the CSV reader's or the library's message, naming the matrix, line and value;
+//  - the Learner: 300 steps of each task give attn learn's losses and final α;
 //  - the bundle is one file under 400 KB; the time of the first and of later calls is printed.
 // Ends with "N passed, M failed", each check counted once.
 "use strict";
@@ -109,6 +110,27 @@ Promise.resolve(require(path.resolve(bundle))()).then((module) => {  // compiled
   const demo = extreme && extreme.S_with_W_K_as_W_Q;
   check(extreme !== null && !extreme.error && demo[0][0] === "inf" && demo[0][1] === "nan",
         `values the chain computes as ∞ and NaN arrive as "inf" and "nan" in valid JSON (${demo && demo[0]})`);
+  // 5. The Learner is attn learn a step at a time: for each task, 300 steps taken 7 at a time give
+  // the same losses as `attn learn --format json` (both printed with 9 digits: the same floats), and
+  // walk() on the weights it hands back gives attn learn's final α.
+  for (const task of ["sentence", "retrieval"]) {
+    const want = JSON.parse(execFileSync(attn, ["learn", "--task", task, "--format", "json"], { encoding: "utf8" }));
+    const learner = new module.Learner(task, 1, 0.05);
+    let losses = [], r = JSON.parse(learner.step(0));
+    const t = process.hrtime.bigint();
+    while (r.step < 300) {
+      r = JSON.parse(learner.step(Math.min(7, 300 - r.step)));
+      losses = losses.concat(r.losses);
+    }
+    console.log(`Learner(${task}): 300 steps in ${ms(t).toFixed(1)} ms`);
+    losses.push(r.loss);
+    const alpha = JSON.parse(module.walk(r.X, r.W_Q, r.W_K, r.W_V, "sqrt", false, "")).weights;
+    learner.delete();
+    check(JSON.stringify(losses) === JSON.stringify(want.loss) && JSON.stringify(r.wanted) === JSON.stringify(want.wanted),
+          `Learner(${task}): the 301 losses equal attn learn's (${losses[300]} vs ${want.loss[300]})`);
+    check(JSON.stringify(alpha) === JSON.stringify(want.alpha_end), `Learner(${task}): the final α equals attn learn's`);
+  }
+
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 });
