@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "matrix/size.hpp"
 
@@ -23,7 +24,7 @@ std::size_t element_count(std::size_t rows, std::size_t cols) {
 }  // namespace
 
 Matrix::Matrix(std::size_t rows, std::size_t cols, float fill)
-    : rows_(rows), cols_(cols), data_(element_count(rows, cols), fill) {}
+    : rows_(rows), cols_(cols), data_(element_count(rows, cols), fill), elements_(data_.data()) {}
 
 Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
     rows_ = rows.size();
@@ -36,11 +37,48 @@ Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
         }
         data_.insert(data_.end(), r.begin(), r.end());
     }
+    elements_ = data_.data();
+}
+
+const Matrix Matrix::borrow(const float* data, std::size_t rows, std::size_t cols) {
+    Matrix m;
+    m.rows_ = rows;
+    m.cols_ = cols;
+    element_count(rows, cols);               // the same refusal of an impossible shape as an owned matrix
+    m.elements_ = const_cast<float*>(data);  // never written: the matrix is handed out const
+    return m;
+}
+
+// Copies own their values; moves take the storage (or the borrowed memory) along.
+Matrix::Matrix(const Matrix& other)
+    : rows_(other.rows_),
+      cols_(other.cols_),
+      data_(other.data(), other.data() + other.size()),
+      elements_(data_.data()) {}
+
+Matrix::Matrix(Matrix&& other) noexcept { *this = std::move(other); }
+
+Matrix& Matrix::operator=(const Matrix& other) {
+    if (this != &other) *this = Matrix(other);
+    return *this;
+}
+
+Matrix& Matrix::operator=(Matrix&& other) noexcept {
+    if (this == &other) return *this;
+    rows_ = other.rows_;
+    cols_ = other.cols_;
+    data_ = std::move(other.data_);
+    elements_ = other.elements_;
+    other.rows_ = other.cols_ = 0;
+    other.data_.clear();
+    other.elements_ = other.data_.data();
+    return *this;
 }
 
 void Matrix::resize_for_overwrite(std::size_t rows, std::size_t cols) {
     const std::size_t count = element_count(rows, cols);  // checked before the shape changes
     if (data_.size() < count) data_.resize(count);
+    elements_ = data_.data();  // a borrowed matrix gets storage of its own
     rows_ = rows;
     cols_ = cols;
 }

@@ -48,19 +48,30 @@ public:
     // every inner list must have the same length (else std::invalid_argument).
     Matrix(std::initializer_list<std::initializer_list<float>> rows);
 
+    // A matrix over rows×cols floats that someone else owns (row-major, alive while it is read):
+    // nothing is copied, and the result is const, so nothing can write through it. This is how the
+    // Python module reads a NumPy array in place. A copy of it owns a copy of the values.
+    static const Matrix borrow(const float* data, std::size_t rows, std::size_t cols);
+
+    Matrix(const Matrix& other);
+    Matrix(Matrix&& other) noexcept;
+    Matrix& operator=(const Matrix& other);
+    Matrix& operator=(Matrix&& other) noexcept;
+    ~Matrix() = default;
+
     std::size_t rows() const { return rows_; }
     std::size_t cols() const { return cols_; }
     std::size_t size() const { return rows_ * cols_; }
     bool empty() const { return size() == 0; }
 
-    float& operator()(std::size_t i, std::size_t j) { return data_[i * cols_ + j]; }
-    float operator()(std::size_t i, std::size_t j) const { return data_[i * cols_ + j]; }
+    float& operator()(std::size_t i, std::size_t j) { return elements_[i * cols_ + j]; }
+    float operator()(std::size_t i, std::size_t j) const { return elements_[i * cols_ + j]; }
 
-    std::span<float> row(std::size_t i) { return {data_.data() + i * cols_, cols_}; }
-    std::span<const float> row(std::size_t i) const { return {data_.data() + i * cols_, cols_}; }
+    std::span<float> row(std::size_t i) { return {elements_ + i * cols_, cols_}; }
+    std::span<const float> row(std::size_t i) const { return {elements_ + i * cols_, cols_}; }
 
-    float* data() { return data_.data(); }
-    const float* data() const { return data_.data(); }
+    float* data() { return elements_; }
+    const float* data() const { return elements_; }
 
     // Give the matrix this shape, to be overwritten: unlike NumPy's reshape it does NOT keep the
     // values in place (they are unspecified afterwards), and every kernel that calls it writes all
@@ -72,6 +83,7 @@ private:
     std::size_t rows_ = 0;
     std::size_t cols_ = 0;
     std::vector<float, AlignedAllocator<float, matrix_alignment>> data_;
+    float* elements_ = nullptr;  // data_.data(), or the memory a borrowed matrix reads
 };
 
 // "3×4": how every error message and printout spells a shape.

@@ -2,7 +2,8 @@
 """Count Catch2 test cases across a `meson test` run: prints `N passed, M failed`.
 
 Meson records one result per test executable in meson-logs/testlog.json; each executable holds many
-Catch2 TEST_CASEs and prints their totals at the end of its output. A program that died before printing
+Catch2 TEST_CASEs and prints their totals at the end of its output (the Python module's tests, pytest's
+totals: each test function and parameter set is one case). A program that died before printing
 totals (a crash, a sanitizer abort, a timeout) counts as one failed test case; one that skipped itself
 (exit status 77: an instruction set this CPU cannot run) counts as nothing.
 """
@@ -22,12 +23,15 @@ def count(log_path):
             out = entry.get("stdout") or ""
             all_ok = re.search(r"All tests passed \(\d+ assertions? in (\d+) test cases?\)", out)
             summary = re.search(r"^test cases:(.*)$", out, re.MULTILINE)
+            # pytest (tests/python): its last line, e.g. "30 passed in 0.51s" or "1 failed, 29 passed in 0.5s"
+            summary = summary or re.search(r"^=*\s*((?:\d+ (?:passed|failed|error|errors|skipped)(?:, )?)+) in [\d.]+s",
+                                           out, re.MULTILINE)
             if all_ok:
                 p, f = int(all_ok.group(1)), 0
             elif summary:
                 row = summary.group(1)
                 p = int(m.group(1)) if (m := re.search(r"(\d+) passed", row)) else 0
-                f = int(m.group(1)) if (m := re.search(r"(\d+) failed", row)) else 0
+                f = sum(int(m.group(1)) for m in re.finditer(r"(\d+) (?:failed|errors?)", row))
             else:
                 p, f = 0, 1
             if entry.get("result") not in ("OK", "EXPECTEDFAIL") and f == 0:

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <stdexcept>
+#include <utility>
 
 #include "matrix/matrix.hpp"
 #include "matrix/print.hpp"
@@ -35,6 +37,32 @@ TEST_CASE("resize_for_overwrite to a smaller shape keeps the allocation", "[matr
     m.resize_for_overwrite(8, 8);
     CHECK(m.data() == before);
     CHECK(m.size() == 64);
+}
+
+TEST_CASE("a borrowed matrix reads the caller's memory in place; its copies own their values", "[matrix]") {
+    float memory[6] = {1, 2, 3, 4, 5, 6};
+    const Matrix view = Matrix::borrow(memory, 2, 3);
+    CHECK(view.data() == memory);  // nothing copied
+    CHECK(view(1, 0) == 4.0f);
+    CHECK(view.row(1).data() == memory + 3);
+    memory[5] = 60.0f;  // the caller's changes are seen
+    CHECK(view(1, 2) == 60.0f);
+
+    Matrix copy = view;  // a copy owns a copy of the values
+    CHECK(copy.data() != memory);
+    CHECK(copy == view);
+    copy(0, 0) = -1.0f;
+    CHECK(memory[0] == 1.0f);
+    copy.resize_for_overwrite(4, 4);
+    CHECK(memory[0] == 1.0f);
+
+    Matrix moved = Matrix(view);  // moving an owned matrix takes its storage along
+    const float* storage = moved.data();
+    Matrix taken = std::move(moved);
+    CHECK(taken.data() == storage);
+    CHECK(taken(1, 2) == 60.0f);
+    CHECK(moved.empty());
+    CHECK_THROWS_AS(Matrix::borrow(memory, std::size_t{1} << 62, 8), std::length_error);
 }
 
 TEST_CASE("ragged nested lists are rejected with the row that differs", "[matrix][errors]") {
