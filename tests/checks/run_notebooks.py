@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Run the lesson notebooks (docs/lesson-03.ipynb and its Chinese twin) end to end with nbclient, and
+check that the numbers they compute are the ones `attn walk --format json` prints.
+
+    /usr/bin/python3 tests/checks/run_notebooks.py [--build build] [--attn build/attn]
+
+Each notebook must be committed without outputs, run every cell without an error (the module is
+imported from --build, as a developer would), and leave Q, K, V, α and O of the worked example, α
+under the causal mask and S, equal to attn walk's (the same float32 bits; S, computed by NumPy in the
+notebook, within float32 rounding), with no warning from any cell. Needs nbclient, ipykernel and
+matplotlib, and a font with the tokens' characters (Debian: python3-nbclient python3-ipykernel
+python3-matplotlib fonts-noto-cjk). Last line: "N passed, M failed".
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = {"lesson-03.ipynb": "en", "lesson-03.zh.ipynb": "zh"}
+
+# Appended to the notebook for this check only: what the notebook computed, as JSON.
+REPORT = """import json as _json
+print(_json.dumps({"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist(), "S": S.tolist(), "weights": alpha.tolist(),
+                   "output": O.tolist(), "weights_causal": alpha_causal.tolist(), "tokens": tokens}))"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--attn", default=str(ROOT / "build" / "attn"))
+    args = ap.parse_args()
+    os.environ["ATTN_BUILD"] = str(Path(args.build).resolve())
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # the kernel's debugger: no warning about frozen modules
+    results = []
+
+    def check(ok, what):
+        results.append(ok)
+        print(f"{'ok  ' if ok else 'FAIL'} {what}")
+
+    for name, lang in NOTEBOOKS.items():
+        nb = nbformat.read(ROOT / "docs" / name, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        check(all(not c.outputs and c.execution_count is None for c in code),
+              f"{name}: committed without outputs ({len(code)} code cells)")
+        nb.cells.append(nbformat.v4.new_code_cell(REPORT))
+        client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                                resources={"metadata": {"path": str(ROOT / "docs")}})
+        try:
+            client.execute()
+        except CellExecutionError as e:
+            check(False, f"{name}: a cell failed: {str(e)[:2000]}")
+            continue
+        check(True, f"{name}: all {len(code)} code cells ran")
+        printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+        got = json.loads(printed)
+        walk = json.loads(subprocess.run([args.attn, "walk", "--format", "json", "--lang", lang],
+                                         capture_output=True, text=True, check=True).stdout)
+        causal = json.loads(subprocess.run([args.attn, "walk", "--format", "json", "--lang", lang, "--causal"],
+                                           capture_output=True, text=True, check=True).stdout)
+        same = lambda a, b: np.array_equal(np.array(a, dtype=np.float32), np.array(b, dtype=np.float32))
+        for key in ("Q", "K", "V", "weights", "output"):
+            check(same(got[key], walk[key]), f"{name}: its {key} is attn walk's, bit for bit ({got[key][0]})")
+        check(same(got["weights_causal"], causal["weights"]), f"{name}: its causal α is attn walk --causal's")
+        check(np.allclose(got["S"], walk["S"], rtol=1e-6, atol=1e-6), f"{name}: its S (NumPy's Q @ K.T) is attn walk's")
+        check(got["tokens"] == walk["tokens"], f"{name}: its tokens are attn walk's in its language ({got['tokens']})")
+        warnings = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
+        check(not warnings, f"{name}: no cell wrote a warning (a missing CJK font would){warnings[:1]}")
+        figures = sum(1 for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+        check(figures >= 3, f"{name}: the heat maps were drawn ({figures} figures)")
+
+    print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
