@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "attention/learn.hpp"
@@ -36,10 +37,20 @@ std::string json_number(double x) {
 
 }  // namespace
 
+namespace {
+
+learn::Task task_named(const std::string& name) {
+    if (name == "sentence") return learn::Task::sentence;
+    if (name == "retrieval") return learn::Task::retrieval;
+    throw std::invalid_argument("Learner: the task must be sentence or retrieval, got '" + name + "'");
+}
+
+}  // namespace
+
 class Learner {
 public:
     Learner(const std::string& task, unsigned seed, float learning_rate)
-        : trainer_(learn::make_problem(task == "retrieval" ? learn::Task::retrieval : learn::Task::sentence, seed),
+        : trainer_(learn::make_problem(task_named(task), seed),
                    learn::Settings{.learning_rate = learning_rate, .seed = seed}) {}
 
     // `count` more steps. JSON: "step" (steps taken so far), "losses" (L before each of these steps),

@@ -100,8 +100,8 @@ auto refusals_as_value_error(F f) {
     }
 }
 
-py::object weights_or_none(attn::AttentionResult& r) {
-    if (r.weights.empty() && !r.output.empty()) return py::none();  // the fused backend never forms α
+py::object weights_or_none(attn::AttentionResult& r, const attn::AttentionOptions& options) {
+    if (options.backend == attn::Backend::fused) return py::none();  // the fused backend never forms α
     return to_numpy(std::move(r.weights));
 }
 
@@ -111,7 +111,7 @@ py::tuple attention(const FloatArray& Q, const FloatArray& K, const FloatArray& 
     Call call(backend, scale, causal, max_memory);
     attn::AttentionResult r =
         refusals_as_value_error([&] { return attn::scaled_dot_product_attention(q, k, v, call.options); });
-    py::object alpha = weights_or_none(r);
+    py::object alpha = weights_or_none(r, call.options);
     return py::make_tuple(to_numpy(std::move(r.output)), alpha);
 }
 
@@ -145,7 +145,7 @@ py::tuple forward(const attn::SingleHeadAttention& layer, const FloatArray& X, c
     const Matrix x = borrowed(X, "X");
     Call call(backend, scale, causal, max_memory);
     attn::AttentionResult r = refusals_as_value_error([&] { return layer.forward(x, call.options); });
-    py::object alpha = weights_or_none(r);
+    py::object alpha = weights_or_none(r, call.options);
     return py::make_tuple(to_numpy(std::move(r.output)), alpha);
 }
 

@@ -50,7 +50,8 @@ def test_every_backend_equals_attn_run_bit_for_bit(qkv, backend, causal):
     O, alpha = ac.attention(q, k, v, backend=backend, scale="dk", causal=causal)
     assert O.dtype == np.float32 and O.tobytes() == np.load(out / "output.npy").tobytes()
     if backend == "fused":
-        assert alpha is None  # never formed
+        assert alpha is None  # never formed, whatever the shapes
+        assert ac.attention(q, k, np.zeros((29, 0), np.float32), backend="fused", causal=causal)[1] is None
     else:
         assert alpha.tobytes() == np.load(out / "attn.npy").tobytes()
 
