@@ -58,9 +58,8 @@ attn::Backend backend_named(const std::string& name) {
 }
 
 attn::Scale scale_named(const std::string& name) {
-    if (name == "sqrt") return attn::Scale::sqrt_dk;
-    if (name == "dk") return attn::Scale::dk;
-    if (name == "none") return attn::Scale::none;
+    for (attn::Scale s : {attn::Scale::sqrt_dk, attn::Scale::dk, attn::Scale::none})
+        if (attn::to_string(s) == name) return s;
     throw py::value_error("scale must be sqrt, dk or none, got '" + name + "'");
 }
 

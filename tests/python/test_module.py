@@ -129,6 +129,8 @@ def test_bad_input_raises_value_error_with_attn_s_message(qkv):
         ac.attention(nan, a["k"], a["v"])
     with pytest.raises(ValueError, match="backend must be naive, simd, parallel or fused, got 'gpu'"):
         ac.attention(a["q"], a["k"], a["v"], backend="gpu")
+    with pytest.raises(ValueError, match="scale must be sqrt, dk or none, got 'half'"):
+        ac.attention(a["q"], a["k"], a["v"], scale="half")
 
 
 def test_max_memory_refuses_before_any_work_as_attn_does(qkv):
