@@ -69,12 +69,12 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
     guards::check_attention_shapes(Q, K, V, options, out);
     if (options.budget)
         charge(*options.budget, backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend,
-                                                            options.keep_for_backward));
+                                                            options.keep_for_backward, options.dtype));
     guards::check_attention_values(Q, K, V, options);  // float range, before any work
     const float scale = scale_factor(options.scale, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
-    if (options.backend == Backend::fused)
-        return backends::fused_attention_into(Q, K, V, scale, options.causal, options.keep_for_backward, out);
+    //   dtype bf16: the same pass with Q, K, V and each tile of α rounded to bfloat16, summed in float
+    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options, out);
     attention_steps_3_to_6(Q, K, V, options, out);
 }
 
@@ -87,7 +87,7 @@ AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOpt
         const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
         charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
         charge(*options.budget,
-               backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward));
+               backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward, options.dtype));
         stages.budget = nullptr;  // charged: the stages below allocate nothing else
     }
     const Projections p = project(X, stages);
@@ -127,6 +127,8 @@ std::string to_string(Scale scale) {
     }
     return "?";
 }
+
+std::string to_string(Dtype dtype) { return dtype == Dtype::bf16 ? "bf16" : "f32"; }
 
 std::string to_string(Backend backend) {
     switch (backend) {

@@ -53,11 +53,14 @@ Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend) {
     return S.S;
 }
 
-void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
-                          bool keep_for_backward, AttentionResult& out) {
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
+                          const AttentionOptions& options, AttentionResult& out) {
+    const bool keep = options.keep_for_backward;
     out.weights.resize_for_overwrite(0, 0);
-    out.log_sum_exp.resize_for_overwrite(keep_for_backward ? Q.rows() : 0, keep_for_backward ? 1 : 0);
-    simd::fused_attention_into(Q, K, V, scale, causal, out.output, keep_for_backward ? out.log_sum_exp.data() : nullptr,
+    out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? 1 : 0);
+    if (options.dtype == Dtype::bf16)
+        return simd::fused_attention_bf16_into(Q, K, V, scale, options.causal, out.output, simd::Threads::all);
+    simd::fused_attention_into(Q, K, V, scale, options.causal, out.output, keep ? out.log_sum_exp.data() : nullptr,
                                simd::Threads::all);
 }
 
@@ -131,7 +134,7 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
 }
 
 std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
-                                      bool keep_for_backward) {
+                                      bool keep_for_backward, Dtype dtype) {
     const std::string on = " on the " + to_string(backend) + " backend";
     std::vector<Buffer> buffers;
     if (backend == Backend::fused) {
@@ -139,8 +142,9 @@ std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t 
             buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
         const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
         buffers.push_back({"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                               ", one score block and two panels each)",
-                           checked_product(simd::fused_scratch_bytes(d_k), team, "fused scratch")});
+                               ", one score block and two panels each" +
+                               (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
+                           checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")});
     } else {
         buffers.push_back(
             {of("S/α", n, m) + " of steps 3–5" + on + "; --backend fused never stores S", matrix_bytes(n, m)});

@@ -33,8 +33,8 @@ void causal_mask_in_place(const ScaledScores& S, Backend backend);  // S'_ij ←
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
 // out.weights is left empty (0×0), since α is never formed.
-void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
-                          bool keep_for_backward, AttentionResult& out);
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
+                          const AttentionOptions& options, AttentionResult& out);
 
 // The backward's steps (attention/backward.cpp), in its order.
 // C = Aᵀ·B (grads 6.V, 3.K and 2); with a ScaledScores A, C = factor·Aᵀ·B.
@@ -59,7 +59,7 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
 // Steps 3–6: Q (n×d_k), K (m×d_k), V (m×d_v) → O (n×d_v), and α (n×m) unless the backend is fused
 // (which, keeping for the backward, keeps n log-sum-exps).
 std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
-                                      bool keep_for_backward = false);
+                                      bool keep_for_backward = false, Dtype dtype = Dtype::f32);
 // Grads 6–3: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v).
 std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                                                Backend backend);

@@ -63,6 +63,10 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
         fail(operand(name.K, K) + " and " + operand(name.V, V) + " must have the same number of rows m");
     if (options.causal && Q.rows() != K.rows())
         fail("a causal mask needs as many queries as keys, got " + operand(name.Q, Q) + " and " + operand(name.K, K));
+    if (options.dtype == Dtype::bf16 && options.backend != Backend::fused)
+        fail("dtype bf16 runs on the fused backend only, not on the " + to_string(options.backend) + " backend");
+    if (options.dtype == Dtype::bf16 && options.keep_for_backward)
+        fail("dtype bf16 keeps nothing for a backward: it has none (use dtype f32)");
     if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
         fail("d_k = 0: " + operand(name.Q, Q) + " and " + operand(name.K, K) + " have no columns to compare");
 }
@@ -77,7 +81,15 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
                       double(V.rows()) * v);
 }
 
+// The backward runs in float32 only: a bf16 forward's rounding has no gradient written for it.
+void check_backward_dtype(const AttentionOptions& options) {
+    if (options.dtype == Dtype::bf16)
+        throw std::invalid_argument(
+            "scaled_dot_product_attention_backward: dtype bf16 has no backward (the gradients run in dtype f32)");
+}
+
 void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, const AttentionOptions& options) {
+    check_backward_dtype(options);
     if (dO.rows() != n || dO.cols() != d_v)
         throw std::invalid_argument("scaled_dot_product_attention_backward: " + options.names.dO + " (" +
                                     shape_string(dO) + ") must be " + shape_string(n, d_v) +
@@ -86,6 +98,7 @@ void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, c
 
 void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
                            const Matrix& dO, const AttentionOptions& options, const AttentionGradients& out) {
+    check_backward_dtype(options);
     check_attention_shapes(Q, K, V, options, AttentionResult{});
     const std::string who = "scaled_dot_product_attention_backward: ";
     const OperandNames& name = options.names;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "matrix/bfloat16.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/size.hpp"
 
@@ -41,6 +42,10 @@ struct AttentionOptions {
     // naming it, and nothing has been computed.
     MemoryBudget* budget = nullptr;
     OperandNames names = {};
+    // The format of the products' operands (matrix/bfloat16.hpp): f32, or bf16 — Q, K, V and the
+    // weights rounded to bfloat16, the products summed in float, the softmax in float. bf16 runs on
+    // the fused backend only (simd/fused.cpp), and has no backward.
+    Dtype dtype = Dtype::f32;
     // Keep what the backward needs (attention/backward.hpp). The materialised backends keep α
     // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
     bool keep_for_backward = false;
@@ -73,5 +78,6 @@ struct AttentionGradients {
 
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
 std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
+std::string to_string(Dtype dtype);      // "f32", "bf16"
 
 }  // namespace attn

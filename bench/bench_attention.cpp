@@ -35,6 +35,25 @@ void BM_peak_fma(benchmark::State& st) {
     st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
 }
 
+// The bf16 rung's peak: the same chains with vdpbf16ps (simd::pair_chains), each instruction two
+// products a lane, counted 4·W flops: the ceiling of the fused kernel's bf16 mode. Only where the
+// kernels in use have the instruction (the emulation runs at the FMA's rate: BM_peak_fma).
+void BM_peak_bf16(benchmark::State& st) {
+    if (!attn::simd::bf16_instructions()) {
+        st.SkipWithError(("no vdpbf16ps in the kernels in use (" + attn::simd::isa() + ")").c_str());
+        return;
+    }
+    const int threads = static_cast<int>(st.range(0));
+    constexpr std::size_t steps = 1 << 16, chains = 12;
+    for (auto _ : st) {
+#pragma omp parallel num_threads(threads)
+        benchmark::DoNotOptimize(attn::simd::pair_chains(steps));
+    }
+    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 4.0 * double(attn::simd::batch_width()) * steps / 1e9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+    st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", bf16 pairs");
+}
+
 // The register tile with everything in L1: A is rows × 192, B one panel 192 × NR (24 KiB with AVX-512),
 // C one tile, the same every call. Nothing comes from L2, so this is as fast as the products' tile
 // runs on this machine, and its percentage of BM_peak_fma is the ceiling of every product's (each call
@@ -133,9 +152,11 @@ void BM_softmax_rows(benchmark::State& st, Backend b) {
 // The core softmax(Q·Kᵀ/√d)·V, writing into buffers reused from one call to the next: flops 4·n²·d
 // (two products), halved when causal. One untimed call first, so the timed calls are the steady
 // state of a caller that keeps its buffers (and, at n = 16384, not the first touch of a 1 GiB S).
-void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size_t d, bool causal) {
+// dtype bf16 (the fused backend only): the same flops, counted as done, on bfloat16 pairs.
+void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size_t d, bool causal,
+                       attn::Dtype dtype = attn::Dtype::f32) {
     const Matrix Q = random_matrix(n, d, 1), K = random_matrix(n, d, 2), V = random_matrix(n, d, 3);
-    const attn::AttentionOptions options{.causal = causal, .scale = attn::Scale::sqrt_dk, .backend = b};
+    const attn::AttentionOptions options{.causal = causal, .scale = attn::Scale::sqrt_dk, .backend = b, .dtype = dtype};
     attn::AttentionResult out;
     attn::scaled_dot_product_attention_into(Q, K, V, options, out);
     const bench::BusyThreads busy;
@@ -145,7 +166,7 @@ void core_steady_state(benchmark::State& st, Backend b, std::size_t n, std::size
     }
     st.counters["threads_busy"] = busy();
     bench::set_counters(st, bench::core_flops(n, d) * (causal ? 0.5 : 1.0), bench::core_bytes(n, d));
-    st.SetLabel(attn::to_string(b) + (causal ? ", causal" : ""));
+    st.SetLabel(attn::to_string(b) + (dtype == attn::Dtype::bf16 ? ", bf16" : "") + (causal ? ", causal" : ""));
 }
 
 void BM_core(benchmark::State& st, Backend b) { core_steady_state(st, b, arg(st, 0), arg(st, 1), false); }
@@ -186,6 +207,17 @@ void BM_core_small(benchmark::State& st, Backend b) { core_steady_state(st, b, a
 void BM_core_long(benchmark::State& st, Backend b) {
     bench::reset_peak_rss();
     core_steady_state(st, b, arg(st, 0), 64, st.range(1) != 0);
+    st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
+}
+
+// The fused kernel's bf16 mode (simd/fused.cpp), named as the backend with its dtype:
+// BM_core/fused_bf16/n:2048/d:64 beside BM_core/fused/n:2048/d:64, and BM_core_long/fused_bf16.
+void BM_core_bf16(benchmark::State& st) {
+    core_steady_state(st, Backend::fused, arg(st, 0), arg(st, 1), false, attn::Dtype::bf16);
+}
+void BM_core_long_bf16(benchmark::State& st) {
+    bench::reset_peak_rss();
+    core_steady_state(st, Backend::fused, arg(st, 0), 64, st.range(1) != 0, attn::Dtype::bf16);
     st.counters["peak_rss_MiB"] = bench::peak_rss_mib();
 }
 
@@ -236,6 +268,12 @@ void sizes(benchmark::internal::Benchmark* bm, Backend b) {
     bm->Args({1024, 128})->ArgNames({"n", "d"})->Unit(benchmark::kMicrosecond);
 }
 
+// BM_core_long's: n from 256 to 16384, causal or not, d = 64.
+void long_sizes(benchmark::internal::Benchmark* bm, Backend) {
+    bm->ArgsProduct({{256, 512, 1024, 2048, 4096, 8192, 16384}, {0, 1}})->ArgNames({"n", "causal"});
+    bm->Unit(benchmark::kMillisecond);
+}
+
 constexpr auto kernel_backends = {Backend::naive, Backend::simd, Backend::parallel};  // one kernel: no fused form
 constexpr auto all_backends = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
 
@@ -259,17 +297,28 @@ void register_per_backend() {
                     bm->ArgsProduct({{16, 32, 48, 64, 96, 128, 192, 256, 384, 512}})->ArgNames({"n"});
                     bm->Unit(benchmark::kMicrosecond);
                 });
-    per_backend("BM_core_long", BM_core_long, {Backend::parallel, Backend::fused},
-                [](benchmark::internal::Benchmark* bm, Backend) {
-                    bm->ArgsProduct({{256, 512, 1024, 2048, 4096, 8192, 16384}, {0, 1}})->ArgNames({"n", "causal"});
-                    bm->Unit(benchmark::kMillisecond);
-                });
+    per_backend("BM_core_long", BM_core_long, {Backend::parallel, Backend::fused}, long_sizes);
+    const std::string bf16 = attn::to_string(Backend::fused) + "_" + attn::to_string(attn::Dtype::bf16);
+    auto* core = benchmark::RegisterBenchmark(("BM_core/" + bf16).c_str(), BM_core_bf16);
+    sizes(core, Backend::fused);
+    core->UseRealTime();
+    auto* core_long = benchmark::RegisterBenchmark(("BM_core_long/" + bf16).c_str(), BM_core_long_bf16);
+    long_sizes(core_long, Backend::fused);
+    core_long->UseRealTime();
 }
 
 }  // namespace
 
 // The 2-thread peak needs OpenMP (without it the pragma is ignored and one thread would be counted twice).
 BENCHMARK(BM_peak_fma)
+    ->Apply([](benchmark::internal::Benchmark* bm) {
+        bm->Arg(1);
+        if (attn::build_info().openmp) bm->Arg(2);
+    })
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_peak_bf16)
     ->Apply([](benchmark::internal::Benchmark* bm) {
         bm->Arg(1);
         if (attn::build_info().openmp) bm->Arg(2);

@@ -21,6 +21,12 @@ Backend parse_backend(const std::string& v, const std::string& command) {
     throw UsageError(command + ": --backend must be naive, simd, parallel or fused, got '" + v + "'");
 }
 
+Dtype parse_dtype(const std::string& v, const std::string& command) {
+    for (Dtype d : {Dtype::f32, Dtype::bf16})
+        if (v == to_string(d)) return d;
+    throw UsageError(command + ": --dtype must be f32 or bf16, got '" + v + "'");
+}
+
 Lang parse_lang(const std::string& v, const std::string& command) {
     if (v != "en" && v != "zh") throw UsageError(command + ": --lang must be en or zh, got '" + v + "'");
     return v == "zh" ? Lang::zh : Lang::en;

@@ -40,6 +40,8 @@ Options:
   --scale sqrt|dk|none      divide scores by √d_k (default), d_k, or nothing
   --backend naive|simd|parallel|fused
                             which kernels compute the steps (default parallel); fused never forms α
+  --dtype f32|bf16          the products' operands in float32 (default) or rounded to bfloat16 and
+                            summed in float32 (--backend fused only; no --grad-output)
   --torch-weights           weights are PyTorch nn.Linear weights (d_k × d_model): transpose them
   --grad-output DO          the gradient ∂L/∂O of some loss (n × d_v): run the backward too, and
                             print (or, with --out, write) the gradients of Q, K and V, and with
@@ -108,6 +110,7 @@ RunOptions parse(std::span<const std::string> args) {
         else if (args[i] == "--time") o.time = true;
         else if (option_value(args, i, "--scale", v, "run")) o.attention.scale = parse_scale(v, "run");
         else if (option_value(args, i, "--backend", v, "run")) o.attention.backend = parse_backend(v, "run");
+        else if (option_value(args, i, "--dtype", v, "run")) o.attention.dtype = parse_dtype(v, "run");
         else if (option_value(args, i, "--max-memory", v, "run")) o.read.max_bytes = parse_memory(v);
         else if (option_value(args, i, "--precision", v, "run")) o.precision = parse_precision(v, "run");
         else throw UsageError("run: unknown option '" + args[i] + "' (see attn run --help)");

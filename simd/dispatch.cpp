@@ -41,10 +41,11 @@ bool cpu_runs([[maybe_unused]] const std::string& isa) {
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (isa == "avx2") return avx2;
-    if (isa == "avx512")
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    if (isa == "avx512") return avx512;
+    if (isa == "avx512bf16") return avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
     return true;  // the baseline ("sse2" on x86-64, "neon": every AArch64 CPU has it), or "native"
 }
@@ -107,6 +108,7 @@ void set_isa(const std::string& name) { chosen.store(&find(name, "instruction se
 std::string instruction_set() { return active().xsimd_name; }
 std::size_t batch_width() { return active().width; }
 std::size_t tile_columns() { return 2 * active().width; }
+bool bf16_instructions() { return active().pair_chains != nullptr; }
 
 const Blocking& blocking() {
     // One Blocking per compiled set, made on first use (NR differs between sets).
@@ -124,9 +126,16 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
                             const Blocking& blocking) {
     active().matmul_transposed_into(A, B, scale, C, threads, blocking);
 }
+void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C) {
+    active().matmul_transposed_bf16_into(A, B, scale, C);
+}
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           float* log_sum_exp, Threads threads, const Blocking& blocking) {
     active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
+}
+void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                               Threads threads, const Blocking& blocking) {
+    active().fused_attention_bf16_into(Q, K, V, scale, causal, O, threads, blocking);
 }
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
@@ -150,14 +159,20 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
     return std::min<std::size_t>(std::size_t(std::max(max_threads(), 1)), row_strips);
 }
 
-std::uint64_t fused_scratch_bytes(std::size_t d_k) {
-    const std::size_t BR = blocking().fused_rows, BC = blocking().panel_kc, NR = tile_columns();
-    // per thread: the BR×BC score block, a d_k×NR panel of Kᵀ, a BC×NR panel of V, and four floats
-    // per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches
+std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
+    const std::size_t BR = blocking().fused_rows, NR = tile_columns();
+    // per thread: the BR×BC score block, a panel of Kᵀ (depth × NR) and one of V (BC keys' depth × NR),
+    // four floats per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches; bf16 also
+    // rounds the block's rows of Q and one key at a time ((BR + 1) × depth). Depths: d_k and BC floats, or with bf16 their pairs,
+    // floats_per_pair floats each, and BC made even.
+    const bool bf16 = dtype == Dtype::bf16;
+    const std::size_t BC = bf16 ? round_up(blocking().panel_kc, 2) : blocking().panel_kc;
+    const auto depth = [&](std::size_t n) { return bf16 ? (n + 1) / 2 * active().floats_per_pair : n; };
     const std::size_t padded_rows = round_up(BR, batch_width());
-    const std::uint64_t floats =
-        checked_sum(checked_product(d_k, NR, "fused scratch"), BR * BC + BC * NR + 4 * padded_rows, "fused scratch");
-    return checked_product(floats, sizeof(float), "fused scratch");
+    const char* what = "fused scratch";
+    const std::uint64_t k_floats = checked_product(checked_sum(NR, bf16 ? BR + 1 : 0, what), depth(d_k), what);
+    const std::uint64_t floats = checked_sum(k_floats, BR * BC + depth(BC) * NR + 4 * padded_rows, what);
+    return checked_product(floats, sizeof(float), what);
 }
 std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v) {
     const std::size_t block = fused_backward_keys_per_block(m, blocking()), BC = blocking().panel_kc,
@@ -187,6 +202,11 @@ float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum
 float exp2_and_sum(std::span<float> x, float shift) { return active().exp2_and_sum(x, shift); }
 float row_max(std::span<const float> x) { return active().row_max(x); }
 float fma_chains(std::size_t steps) { return active().fma_chains(steps); }
+float pair_chains(std::size_t steps) {
+    if (!active().pair_chains)
+        throw std::invalid_argument("pair_chains: instruction set " + isa() + " has no vdpbf16ps");
+    return active().pair_chains(steps);
+}
 void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
     active().matmul_register_tile_into(A, B, C);
 }

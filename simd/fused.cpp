@@ -30,15 +30,24 @@
 // strip's last diagonal. The results are bit for bit those of masking the whole tile (the skipped
 // work only ever added zeros); BM_core_long with causal:1 measures what the skipping saves.
 //
+// bf16. fused_attention_bf16_into runs the same blocks with the two products on bfloat16 pairs
+// (simd/bf16.hpp): each block's rows of Q, each packed panel of Kᵀ and of V, and each tile of
+// weights e^(s − m) are rounded to bfloat16 as they are packed, and the register tile steps with
+// vdpbf16ps (or its emulation). The maxima, the exponentials, ℓ and o stay in float: ℓ sums the
+// weights before their rounding, as o/ℓ then divides by the exact sum of what the tile computed. Tiles
+// have an even number of keys, so a tile's weights pair up in place. BM_core/fused_bf16 measures it.
+//
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
 // (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')): fused_scratch_bytes(d_k) in simd/dispatch.cpp. Nothing grows with
 // n or d_v. Each panel is packed and then used at once by every row strip of the block, while it
 // is still in L1.
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "matrix/shape_checks.hpp"
+#include "simd/bf16.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -55,14 +64,18 @@ struct Scratch {
     Buffer scores, k_panel, v_panel;
     Buffer running_max, running_sum;  // m and ℓ per row of the block
     Buffer tile_max, correction;      // per row, for the tile at hand: max(m, the tile's maximum) and e^(m − m')
-    void fit(std::size_t d_k, std::size_t rows, std::size_t keys) {
+    Buffer q_pairs;                   // bf16: the block's rows of Q, rounded to pairs, and one more row (a key's)
+    // k_depth, v_depth: the depths of the two products (f32: d_k and the keys of a tile; bf16: the
+    // floats their pairs take); q_floats: the rows of Q that bf16 rounds (0 for f32).
+    void fit(std::size_t k_depth, std::size_t v_depth, std::size_t rows, std::size_t keys, std::size_t q_floats) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) grow_exactly(b, n);
         };
         const std::size_t padded_rows = round_up(rows, W);  // the per-row buffers are read W rows at a time
         grow(scores, rows * keys);
-        grow(k_panel, d_k * NR);
-        grow(v_panel, keys * NR);
+        grow(k_panel, k_depth * NR);
+        grow(v_panel, v_depth * NR);
+        grow(q_pairs, q_floats);
         for (Buffer* per_row : {&running_max, &running_sum, &tile_max, &correction}) grow(*per_row, padded_rows);
     }
 };
@@ -95,16 +108,21 @@ std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::s
 // Strips of TALL rows (12 with AVX-512, 6 otherwise: microkernel.hpp). Causal: a strip of rows skips
 // the panels of keys that all lie in its future; those scores are never read (online_softmax_update
 // stops each row at its diagonal).
+// bf16: the rows are the block's rows of Q in pairs (attend_block rounds them), and so is the panel.
+template <bool bf16>
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
-    const std::size_t d_k = p.Q.cols();
+    const std::size_t d_k = p.Q.cols(), depth = depth_of<bf16>(d_k);
+    const float* q_rows = bf16 ? s.q_pairs.data() : p.Q.row(i0).data();  // row r at q_rows + r·depth
     for (std::size_t q = 0; q * NR < cols; ++q) {
-        pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, std::min(NR, cols - q * NR), s.k_panel.data());
+        const std::size_t width = std::min(NR, cols - q * NR);
+        if constexpr (bf16) pack_key_pairs(p.K, j0 + q * NR, width, s.k_panel.data(), s.q_pairs.data() + p.BR * depth);
+        else pack_panel(p.K, BLayout::transposed, 0, d_k, j0 + q * NR, width, s.k_panel.data());
         for (std::size_t r = 0; r < rows; r += TALL) {
             const std::size_t strip = std::min(TALL, rows - r);
             if (visible_keys(p, i0, r + strip - 1, j0, cols) <= q * NR) continue;  // causal: all in the future
-            run_strip_microkernel(strip, d_k, p.Q.row(i0 + r).data(), d_k, s.k_panel.data(), NR,
-                                  s.scores.data() + r * p.BC + q * NR, p.BC, std::min(NR, cols - q * NR), true, true,
-                                  p.scale_log2e);
+            run_strip_microkernel<StepOf<bf16>>(strip, depth, q_rows + r * depth, depth, s.k_panel.data(), NR,
+                                                s.scores.data() + r * p.BC + q * NR, p.BC, width, true, true,
+                                                p.scale_log2e);
         }
     }
 }
@@ -135,32 +153,45 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
 // Causal: a strip stops at its last row's diagonal; the weights after it are 0 for every row of the
 // strip, and adding 0·v_j would change no bit of o (v_j is finite: attention/guards.cpp refuses
 // NaN and ±inf before any work).
+// bf16: the tile's weights are first rounded to pairs in place (row r's pairs where its weights were),
+// and V's panels are packed in pairs.
+template <bool bf16>
 void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
                        Scratch& s) {
     const std::size_t d_v = p.V.cols();
+    if constexpr (bf16)
+        for (std::size_t r = 0; r < rows; ++r)
+            round_to_pairs(s.scores.data() + r * p.BC, cols, s.scores.data() + r * p.BC);
     for (std::size_t q = 0; q * NR < d_v; ++q) {
-        pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, std::min(NR, d_v - q * NR), s.v_panel.data());
+        const std::size_t width = std::min(NR, d_v - q * NR);
+        if constexpr (bf16) pack_value_pairs(p.V, j0, cols, q * NR, width, s.v_panel.data());
+        else pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, width, s.v_panel.data());
         for (std::size_t r = 0; r < rows; r += TALL) {
             const std::size_t strip = std::min(TALL, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
             if (keys == 0) continue;
-            run_strip_microkernel(strip, keys, s.scores.data() + r * p.BC, p.BC, s.v_panel.data(), NR,
-                                  p.O.row(i0 + r).data() + q * NR, d_v, std::min(NR, d_v - q * NR), false, false, 1.0f);
+            run_strip_microkernel<StepOf<bf16>>(strip, depth_of<bf16>(keys), s.scores.data() + r * p.BC, p.BC,
+                                                s.v_panel.data(), NR, p.O.row(i0 + r).data() + q * NR, d_v, width,
+                                                false, false, 1.0f);
         }
     }
 }
 
 // Rows [i0, i0+rows) of O, start to finish, on one thread.
+template <bool bf16>
 void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s) {
-    const std::size_t m_keys = p.K.rows(), d_v = p.V.cols();
+    const std::size_t m_keys = p.K.rows(), d_v = p.V.cols(), d_k = p.Q.cols();
+    if constexpr (bf16)  // the block's queries in pairs, once for all its tiles
+        for (std::size_t r = 0; r < rows; ++r)
+            round_to_pairs(p.Q.row(i0 + r).data(), d_k, s.q_pairs.data() + r * depth_of<true>(d_k));
     std::fill(s.running_max.begin(), s.running_max.begin() + rows, neg_inf);
     std::fill(s.running_sum.begin(), s.running_sum.begin() + rows, 0.0f);
     std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);
     const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no key past the block
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
         const std::size_t cols = std::min(p.BC, end - j0);
-        tile_scores(p, i0, rows, j0, cols, s);
+        tile_scores<bf16>(p, i0, rows, j0, cols, s);
         online_softmax_update(p, i0, rows, j0, cols, s);
-        accumulate_values(p, i0, rows, j0, cols, s);
+        accumulate_values<bf16>(p, i0, rows, j0, cols, s);
     }
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0
         const float l = s.running_sum[r];
@@ -170,10 +201,14 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     }
 }
 
-}  // namespace
+// bf16: the CPU's handling of subnormals set as vdpbf16ps has it, on every thread (simd/bf16.hpp).
+struct KeepModes {};
+template <bool bf16>
+using ModesOf = std::conditional_t<bf16, FlushSubnormals, KeepModes>;
 
-void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
+template <bool bf16>
+void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                     float* log_sum_exp, Threads threads, const Blocking& blocking) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     check_blocking("fused_attention", blocking, NR);
     check_same_rows("fused_attention", "K", K, "V", V);
@@ -195,21 +230,36 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
     if (causal)
         rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
-    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, blocking.panel_kc};
+    const std::size_t keys = bf16 ? round_up(blocking.panel_kc, 2) : blocking.panel_kc;  // bf16: pairs of keys
+    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, keys};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.
     [[maybe_unused]] const int team_size = static_cast<int>(std::min<std::ptrdiff_t>(max_threads(), blocks));
 #pragma omp parallel if (team) num_threads(team_size)
     {
+        [[maybe_unused]] const ModesOf<bf16> modes;
         thread_local Scratch scratch;
-        scratch.fit(Q.cols(), p.BR, p.BC);
+        const std::size_t k_depth = depth_of<bf16>(Q.cols());
+        scratch.fit(k_depth, depth_of<bf16>(p.BC), p.BR, p.BC, bf16 ? (p.BR + 1) * k_depth : 0);
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t b = blocks - 1; b >= 0; --b) {  // the bottom (causal: largest) block first
             const std::size_t i0 = static_cast<std::size_t>(b) * p.BR;
-            attend_block(p, i0, std::min(p.BR, n - i0), scratch);
+            attend_block<bf16>(p, i0, std::min(p.BR, n - i0), scratch);
         }
     }
+}
+
+}  // namespace
+
+void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
+    fused_attention<false>(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
+}
+
+void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                               Threads threads, const Blocking& blocking) {
+    fused_attention<true>(Q, K, V, scale, causal, O, nullptr, threads, blocking);
 }
 
 }  // namespace attn::simd::ATTN_ISA

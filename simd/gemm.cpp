@@ -40,6 +40,7 @@
 #include <algorithm>
 
 #include "matrix/shape_checks.hpp"
+#include "simd/bf16.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -152,6 +153,25 @@ void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
         for (std::size_t j = 0; j < B.cols(); j += NR)
             run_strip_microkernel(std::min(TALL, A.rows() - i), A.cols(), A.row(i).data(), A.cols(), B.data() + j,
                                   B.cols(), C.row(i).data() + j, C.cols(), NR, true, true, 1.0f);
+}
+
+// The bf16 mode's scores product alone: C = scale·Â·B̂ᵀ, Â and B̂ rounded to bfloat16 pairs
+// (simd/bf16.hpp), on one thread, with the panels and the register tile of the fused kernel's
+// tile_scores. So the tests can hold its arithmetic against a model of vdpbf16ps, element by element.
+void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C) {
+    check_matmul_transposed_shapes("matmul_transposed_bf16", A, B);
+    C.resize_for_overwrite(A.rows(), B.rows());
+    const std::size_t depth = depth_of<true>(A.cols());  // ≤ A.cols() + 1: the sizes below fit as A does
+    ScratchBuffer a_pairs((A.rows() + 1) * depth), panel(depth * NR);  // the last row: a row of B's
+    [[maybe_unused]] const FlushSubnormals modes;
+    for (std::size_t i = 0; i < A.rows(); ++i) round_to_pairs(A.row(i).data(), A.cols(), a_pairs.data() + i * depth);
+    for (std::size_t j = 0; j < B.rows(); j += NR) {
+        const std::size_t width = std::min(NR, B.rows() - j);
+        pack_key_pairs(B, j, width, panel.data(), a_pairs.data() + A.rows() * depth);
+        for (std::size_t i = 0; i < A.rows(); i += TALL)
+            run_strip_microkernel<Bf16Step>(std::min(TALL, A.rows() - i), depth, a_pairs.data() + i * depth, depth,
+                                            panel.data(), NR, C.row(i).data() + j, C.cols(), width, true, true, scale);
+    }
 }
 
 }  // namespace attn::simd::ATTN_ISA

@@ -1,6 +1,7 @@
 // simd/kernel_table.cpp — the table of this instruction set's kernels (compiled once per set, like
 // the kernels themselves), through which simd/dispatch.cpp calls them.
 #include "simd/batch.hpp"
+#include "simd/bf16.hpp"
 #include "simd/kernels.hpp"
 
 #define ATTN_QUOTE(x) #x
@@ -13,9 +14,12 @@ extern constinit const Kernels kernels{
     .name = ATTN_NAME_OF(ATTN_ISA),
     .xsimd_name = xsimd::default_arch::name(),
     .width = W,
+    .floats_per_pair = floats_per_pair,
     .matmul_into = &matmul_into,
     .matmul_transposed_into = &matmul_transposed_into,
+    .matmul_transposed_bf16_into = &matmul_transposed_bf16_into,
     .fused_attention_into = &fused_attention_into,
+    .fused_attention_bf16_into = &fused_attention_bf16_into,
     .fused_attention_backward_into = &fused_attention_backward_into,
     .softmax_rows_in_place = &softmax_rows_in_place,
     .softmax_gradient_rows_in_place = &softmax_gradient_rows_in_place,
@@ -25,6 +29,7 @@ extern constinit const Kernels kernels{
     .exp2_and_sum = &exp2_and_sum,
     .row_max = &row_max,
     .fma_chains = &fma_chains,
+    .pair_chains = bf16_instructions ? &pair_chains : nullptr,
     .matmul_register_tile_into = &matmul_register_tile_into,
 };
 

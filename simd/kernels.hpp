@@ -13,14 +13,18 @@ namespace attn::simd {
 
 // The same functions as simd.hpp declares, for one instruction set.
 struct Kernels {
-    const char* name;        // "sse2", "avx2", "avx512", "neon", or "native" (-Dnative=true)
-    const char* xsimd_name;  // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
-    std::size_t width;       // floats per batch
+    const char* name;             // "sse2", "avx2", "avx512", "avx512bf16", "neon", or "native" (-Dnative=true)
+    const char* xsimd_name;       // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
+    std::size_t width;            // floats per batch
+    std::size_t floats_per_pair;  // of bfloat16 pairs in the bf16 mode's products: 1 with vdpbf16ps, else 2
     void (*matmul_into)(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking);
     void (*matmul_transposed_into)(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                                    const Blocking& blocking);
+    void (*matmul_transposed_bf16_into)(const Matrix& A, const Matrix& B, float scale, Matrix& C);
     void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                                  float* log_sum_exp, Threads threads, const Blocking& blocking);
+    void (*fused_attention_bf16_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
+                                      Matrix& O, Threads threads, const Blocking& blocking);
     void (*fused_attention_backward_into)(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
                                           const Matrix& dO, std::span<const float> log_sum_exp, float scale,
                                           bool causal, Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads,
@@ -33,6 +37,7 @@ struct Kernels {
     float (*exp2_and_sum)(std::span<float> x, float shift);
     float (*row_max)(std::span<const float> x);
     float (*fma_chains)(std::size_t steps);
+    float (*pair_chains)(std::size_t steps);  // nullptr without vdpbf16ps
     void (*matmul_register_tile_into)(const Matrix& A, const Matrix& B, Matrix& C);
 };
 
@@ -44,8 +49,11 @@ namespace attn::simd::ATTN_ISA {
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking);
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking);
+void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C);
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           float* log_sum_exp, Threads threads, const Blocking& blocking);
+void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                               Threads threads, const Blocking& blocking);
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
                                    Matrix& dV, Threads threads, const Blocking& blocking);
@@ -64,6 +72,7 @@ float row_max(std::span<const float> x);
 // scores are in log₂ units).
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows);
 float fma_chains(std::size_t steps);
+float pair_chains(std::size_t steps);
 void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
 
 extern const Kernels kernels;

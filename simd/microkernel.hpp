@@ -27,6 +27,12 @@ inline constexpr std::size_t NR = 2 * W;  // columns of the register tile: two b
 // BM_matmul_square, BM_matmul_transposed and BM_core/fused).
 inline constexpr std::size_t TALL = tall_rows(NR);
 
+// One step of the tile: acc + a·b, lane by lane, `a` one element of A broadcast. The bf16 mode steps on
+// pairs of bfloat16 instead (simd/bf16.hpp); nothing else of the tile changes.
+struct FmaStep {
+    static Batch apply(Batch a, Batch b, Batch acc) { return xsimd::fma(a, b, acc); }
+};
+
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
 // measure what packing adds).
@@ -37,7 +43,7 @@ inline constexpr std::size_t TALL = tall_rows(NR);
 // into gemm()'s loop nest, GCC 12 kept the one-row loop's end pointer on the stack (one reload per
 // step; tests/checks/count_spills.py finds such reloads).
 // [fast microkernel]
-template <std::size_t R>
+template <std::size_t R, class Step = FmaStep>
 [[gnu::noinline]] void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                    float* c, std::size_t ldc, std::size_t cols, bool first, bool last, float scale) {
     // A tile that sticks out past the last column of C is staged in a full-width copy, so that the
@@ -73,8 +79,8 @@ template <std::size_t R>
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < R; ++r) {
             const Batch a_rp(strip[r / MR][(r % MR) * lda + p]);  // one element of A in every lane
-            acc[r][0] = xsimd::fma(a_rp, b0, acc[r][0]);
-            acc[r][1] = xsimd::fma(a_rp, b1, acc[r][1]);
+            acc[r][0] = Step::apply(a_rp, b0, acc[r][0]);
+            acc[r][1] = Step::apply(a_rp, b1, acc[r][1]);
         }
     }
 #pragma GCC unroll 16
@@ -91,30 +97,32 @@ template <std::size_t R>
 }
 
 // The rows left at the bottom of a block get a tile of their own height, compiled for each height.
+template <class Step = FmaStep>
 inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                             std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
                             float scale) {
     switch (rows) {
-        case 6: return microkernel<6>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 5: return microkernel<5>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 4: return microkernel<4>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 3: return microkernel<3>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 2: return microkernel<2>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 1: return microkernel<1>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 6: return microkernel<6, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 5: return microkernel<5, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 4: return microkernel<4, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 3: return microkernel<3, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 2: return microkernel<2, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 1: return microkernel<1, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
     }
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");
 
 // A strip of at most TALL rows (the wide GEMM's, the fused kernel's): a full one in one tall tile,
 // a shorter one (the bottom of A or of a block) MR rows at a time.
+template <class Step = FmaStep>
 inline void run_strip_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                                   std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
                                   float scale) {
     if constexpr (TALL > MR)
-        if (rows == TALL) return microkernel<TALL>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        if (rows == TALL) return microkernel<TALL, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
     for (std::size_t r = 0; r < rows; r += MR)
-        run_microkernel(std::min(MR, rows - r), kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, cols, first, last,
-                        scale);
+        run_microkernel<Step>(std::min(MR, rows - r), kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, cols, first, last,
+                              scale);
 }
 
 }  // namespace attn::simd::ATTN_ISA

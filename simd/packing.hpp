@@ -6,12 +6,19 @@
 #include <cstddef>
 
 #include "matrix/matrix.hpp"
+#include "simd/bf16.hpp"
 #include "simd/microkernel.hpp"
 
 namespace attn::simd::ATTN_ISA {
 
 // Which matrix the caller passed as B: B itself (k×n), or its transpose given row by row (n×k).
 enum class BLayout { k_by_n, transposed };
+
+// Columns past `cols` of each of the panel's `depth` rows are zero (the tile works on full batches).
+inline void zero_past(float* panel, std::size_t depth, std::size_t cols) {
+    if (cols < NR)
+        for (std::size_t t = 0; t < depth; ++t) std::fill(panel + t * NR + cols, panel + (t + 1) * NR, 0.0f);
+}
 
 // Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
 // past `cols` are zero, so the microkernel can always work on full batches.
@@ -25,8 +32,29 @@ inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::siz
             for (std::size_t p = 0; p < kc; ++p) panel[p * NR + j] = src[p];
         }
     }
-    if (cols < NR)
-        for (std::size_t p = 0; p < kc; ++p) std::fill(panel + p * NR + cols, panel + (p + 1) * NR, 0.0f);
+    zero_past(panel, kc, cols);
+}
+
+// bf16: the panel of keys [j0, j0+cols) for the scores, as pack_panel(transposed) lays it out, with
+// each key's pairs (k_2p, k_2p+1) down column j: the key rounded into `row_pairs` (depth_of<true>(d_k)
+// floats), then copied down its column.
+inline void pack_key_pairs(const Matrix& K, std::size_t j0, std::size_t cols, float* panel, float* row_pairs) {
+    const std::size_t d_k = K.cols(), depth = depth_of<true>(d_k);
+    for (std::size_t j = 0; j < cols; ++j) {
+        round_to_pairs(K.row(j0 + j).data(), d_k, row_pairs);
+        for (std::size_t t = 0; t < depth; ++t) panel[t * NR + j] = row_pairs[t];
+    }
+    zero_past(panel, depth, cols);
+}
+
+// bf16: the panel of V's columns [c0, c0+cols) over keys [j0, j0+keys), as pack_panel(k_by_n) lays
+// it out, with the rows of keys 2p and 2p+1 rounded into pair row p (an odd last key paired with 0).
+inline void pack_value_pairs(const Matrix& V, std::size_t j0, std::size_t keys, std::size_t c0, std::size_t cols,
+                             float* panel) {
+    for (std::size_t j = 0; j < keys; j += 2)
+        round_rows_to_pairs(V.row(j0 + j).data() + c0, j + 1 < keys ? V.row(j0 + j + 1).data() + c0 : nullptr, cols,
+                            panel + j / 2 * floats_per_pair * NR, NR);
+    zero_past(panel, depth_of<true>(keys), cols);
 }
 
 }  // namespace attn::simd::ATTN_ISA

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "matrix/bfloat16.hpp"
 #include "matrix/matrix.hpp"
 #include "simd/blocking.hpp"
 
@@ -40,12 +41,23 @@ void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking = simd::blocking());
 
+// The same with A and B rounded to bfloat16 and multiplied in pairs, as the bf16 mode of the fused
+// kernel computes its scores (below); one thread.
+void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C);
+
 // O = softmax(scale·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed. With
 // log_sum_exp (n floats, or nullptr), each row's L_i = log Σ_j e^(s_ij) is written there too: all
 // the backward needs to recompute α.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           float* log_sum_exp, Threads threads, const Blocking& blocking = simd::blocking());
+
+// The same O with the products on bfloat16 (Dtype::bf16): Q, K, V and each tile of weights rounded
+// to bfloat16 (nearest, ties to even), the products summed in float, the softmax in float
+// (simd/bf16.hpp, simd/fused.cpp). With vdpbf16ps where the CPU has it (instruction set
+// "avx512bf16"), emulated bit for bit with FMAs elsewhere. No log-sum-exp: it has no backward.
+void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
+                               Threads threads, const Blocking& blocking = simd::blocking());
 
 // The gradients of that O for dO = ∂L/∂O (n×d_v): dQ, dK and dV, from Q, K, V, O and the forward's
 // log_sum_exp, without the n×m matrices (simd/fused_backward.cpp).
@@ -57,7 +69,7 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
 // fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
 std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
-std::uint64_t fused_scratch_bytes(std::size_t d_k);
+std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype = Dtype::f32);
 // The most threads fused_attention_into starts for n queries against m keys (each with its
 // scratch): one when the work is too small for a team, never more than one per MR query rows.
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
@@ -86,10 +98,11 @@ void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + 
 float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
 float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernel's)
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
-float fma_chains(std::size_t steps);  // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
+float fma_chains(std::size_t steps);   // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
+float pair_chains(std::size_t steps);  // the same with vdpbf16ps (two products a lane); needs bf16_instructions()
 
 // Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
-// the target: "sse2", "avx2" (with FMA) and "avx512" on x86-64, "neon" on AArch64, or one "native"
+// the target: "sse2", "avx2" (with FMA), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"
 // set in a build made with -Dnative=true. The widest one this CPU runs is used, unless the
 // environment variable ATTN_ISA names another or set_isa() chooses one.
 std::vector<std::string> compiled_isas();   // from the baseline to the widest
@@ -99,6 +112,7 @@ void set_isa(const std::string& name);      // throws std::invalid_argument if n
 std::string instruction_set();              // xsimd's name for the one in use: "sse2", "fma3+avx2", "avx512bw", …
 std::size_t batch_width();                  // its floats per batch: 4, 8 or 16
 std::size_t tile_columns();                 // its register tile's columns, NR = 2·batch_width()
+bool bf16_instructions();                   // whether it multiplies bfloat16 pairs with vdpbf16ps (else emulated)
 
 // What this build runs on (simd/build_info.cpp): the CPU's model name as the OS reports it ("AMD EPYC
 // 7B13", …, or "unknown"); whether OpenMP was compiled in, and the threads a team gets (1 without).

@@ -22,9 +22,14 @@ void matmul_register_tile_into(const Matrix&, const Matrix&, Matrix&) { refuse("
 void matmul_transposed_into(const Matrix&, const Matrix&, float, Matrix&, Threads, const Blocking&) {
     refuse("matmul_transposed");
 }
+void matmul_transposed_bf16_into(const Matrix&, const Matrix&, float, Matrix&) { refuse("matmul_transposed_bf16"); }
 void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, float*, Threads,
                           const Blocking&) {
     refuse("fused_attention");
+}
+void fused_attention_bf16_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, Threads,
+                               const Blocking&) {
+    refuse("fused_attention_bf16");
 }
 void fused_attention_backward_into(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
                                    std::span<const float>, float, bool, Matrix&, Matrix&, Matrix&, Threads,
@@ -40,10 +45,11 @@ float exp_and_sum(std::span<float>, float) { refuse("exp_and_sum"); }
 float exp2_and_sum(std::span<float>, float) { refuse("exp2_and_sum"); }
 float row_max(std::span<const float>) { refuse("row_max"); }
 float fma_chains(std::size_t) { refuse("fma_chains"); }
+float pair_chains(std::size_t) { refuse("pair_chains"); }
 
 // Nothing to allocate: the backends that would are refused before they start.
 std::uint64_t gemm_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
-std::uint64_t fused_scratch_bytes(std::size_t) { return 0; }
+std::uint64_t fused_scratch_bytes(std::size_t, Dtype) { return 0; }
 std::uint64_t fused_backward_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
 std::size_t fused_backward_team_size(std::size_t, std::size_t, std::size_t) { return 0; }
 std::size_t fused_team_size(std::size_t, std::size_t, std::size_t, std::size_t) { return 0; }
@@ -57,6 +63,7 @@ void set_isa(const std::string& name) {
 std::string instruction_set() { return "none"; }
 std::size_t batch_width() { return 1; }
 std::size_t tile_columns() { return 1; }
+bool bf16_instructions() { return false; }
 const Blocking& blocking() {
     static const Blocking none{};
     return none;

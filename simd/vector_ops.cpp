@@ -11,10 +11,12 @@
 // products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
 // the microkernel — and the tests check it against the plain sum.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
 #include "simd/batch.hpp"
+#include "simd/bf16.hpp"
 #include "simd/exp.hpp"
 #include "simd/kernels.hpp"
 
@@ -146,19 +148,25 @@ void rescale_factors(const float* max_so_far, float* tile_max, float* correction
     }
 }
 
-// The FMA peak of bench/: twelve independent chains (enough to cover the FMA latency on both FMA
-// pipes), on registers only; each step is 12 FMAs of 2·W flops. Returns a lane of the sum, so the
-// compiler must do the work.
-float fma_chains(std::size_t steps) {
+// The peaks of bench/: twelve independent chains (enough to cover the latency on both pipes), on
+// registers only, of one step each: the FMA (2·W flops), or vdpbf16ps (two products a lane, 4·W
+// flops; simd/bf16.hpp). Returns a lane of the sum, so the compiler must do the work.
+template <class Step>
+float chains_of(std::size_t steps) {
     constexpr std::size_t chains = 12;
     Batch acc[chains];
     for (std::size_t r = 0; r < chains; ++r) acc[r] = Batch(static_cast<float>(r));
-    const Batch x(0.9999f), y(1e-6f);
+    // acc ← acc + x·y: read as floats x ≈ 1.002 and y ≈ 1.04·10⁻⁶; read as pairs, both halves of x are
+    // the bfloat16 1 and both of y about 1.04·10⁻⁶. Either way the sums stay small and normal.
+    const Batch x(std::bit_cast<float>(0x3F803F80u)), y(std::bit_cast<float>(0x358C358Cu));
     for (std::size_t s = 0; s < steps; ++s)
-        for (std::size_t r = 0; r < chains; ++r) acc[r] = xsimd::fma(acc[r], x, y);
+        for (std::size_t r = 0; r < chains; ++r) acc[r] = Step::apply(x, y, acc[r]);
     Batch sum(0.0f);
     for (std::size_t r = 0; r < chains; ++r) sum += acc[r];
     return sum.get(0);
 }
+
+float fma_chains(std::size_t steps) { return chains_of<FmaStep>(steps); }
+float pair_chains(std::size_t steps) { return chains_of<Bf16Step>(steps); }
 
 }  // namespace attn::simd::ATTN_ISA

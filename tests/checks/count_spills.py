@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ["simd/gemm.cpp", "simd/fused.cpp"]
 LABEL = re.compile(r"^(\.L\w+):")
 JUMP = re.compile(r"^\s+j\w+\s+(\.L\w+)")
-FMA = re.compile(r"^\s+vfn?madd\w+")
+FMA = re.compile(r"^\s+(vfn?madd\w+|vdpbf16ps)")  # an FMA, or the bf16 pair step (simd/bf16.hpp)
 STACK = re.compile(r"\(%rsp\)|-\d+\(%rbp\)")
 VECTOR = re.compile(r"%[xyz]mm\d+")
 

@@ -1,0 +1,222 @@
+// The bf16 mode: the rounding, the pair arithmetic (against a model of vdpbf16ps, element by element,
+// on every instruction set), the instruction against its emulation (bit for bit, where the CPU has
+// both), and the fused kernel against the float64 reference within a bound derived from the rounding.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "matrix/bfloat16.hpp"
+#include "matrix/norms.hpp"
+#include "matrix/random.hpp"
+#include "reference.hpp"
+#include "simd/simd.hpp"
+
+using attn::Matrix;
+using attn::random_matrix;
+
+namespace {
+
+// The two matrices hold the same bits, element by element (so +0 and −0 differ, and NaN equals NaN).
+bool same_bits(const Matrix& a, const Matrix& b) {
+    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+    for (std::size_t i = 0; i < a.rows(); ++i)
+        for (std::size_t j = 0; j < a.cols(); ++j)
+            if (std::bit_cast<std::uint32_t>(a(i, j)) != std::bit_cast<std::uint32_t>(b(i, j))) return false;
+    return true;
+}
+
+// A subnormal float becomes a zero of its sign, as vdpbf16ps reads its accumulator and flushes its results.
+float flushed(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+
+// vdpbf16ps as Intel documents it, one lane: c ← c + a_odd·b_odd, then c ← c + a_even·b_even, each
+// one rounding (the products are exact), subnormals read and written as zeros. Element (i, j) of
+// scale·Â·B̂ᵀ is that step along the pairs of row i of A and row j of B, from 0, then times scale.
+Matrix model_of_pair_products(const Matrix& A, const Matrix& B, float scale) {
+    Matrix C(A.rows(), B.rows());
+    const std::size_t d = A.cols();
+    for (std::size_t i = 0; i < A.rows(); ++i)
+        for (std::size_t j = 0; j < B.rows(); ++j) {
+            float c = 0.0f;
+            for (std::size_t p = 0; p < d; p += 2) {
+                const auto at = [&](const Matrix& M, std::size_t r, std::size_t k) {
+                    return k < d ? attn::round_to_bfloat16(M(r, k)) : 0.0f;
+                };
+                c = flushed(std::fma(at(A, i, p + 1), at(B, j, p + 1), flushed(c)));
+                c = flushed(std::fma(at(A, i, p), at(B, j, p), c));
+            }
+            C(i, j) = flushed(c * scale);
+        }
+    return C;
+}
+
+Matrix fused_bf16(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal,
+                  attn::simd::Threads threads = attn::simd::Threads::all) {
+    Matrix O;
+    attn::simd::fused_attention_bf16_into(Q, K, V, 1.0f / std::sqrt(float(Q.cols())), causal, O, threads);
+    return O;
+}
+
+// Runs f with the kernels of instruction set `isa`, then goes back to the set in use before.
+template <class F>
+auto with_isa(const std::string& isa, F f) {
+    const std::string before = attn::simd::isa();
+    attn::simd::set_isa(isa);
+    auto result = f();
+    attn::simd::set_isa(before);
+    return result;
+}
+
+bool runs(const std::string& isa) {
+    const auto all = attn::simd::supported_isas();
+    return std::find(all.begin(), all.end(), isa) != all.end();
+}
+
+}  // namespace
+
+TEST_CASE("rounding to bfloat16: nearest, ties to even, subnormals to zero, NaN and range kept", "[bf16]") {
+    using attn::bfloat16_bits;
+    CHECK(bfloat16_bits(1.0f) == 0x3F80);
+    CHECK(bfloat16_bits(-2.0f) == 0xC000);
+    // 1 + 2⁻⁸ lies halfway between 1 and 1 + 2⁻⁷: ties go to the even one, 1; 1 + 3·2⁻⁸ lies halfway
+    // between 1 + 2⁻⁷ (odd) and 1 + 2·2⁻⁷ (even): up.
+    CHECK(bfloat16_bits(1.0f + 0x1p-8f) == 0x3F80);
+    CHECK(bfloat16_bits(1.0f + 3 * 0x1p-8f) == 0x3F82);
+    CHECK(bfloat16_bits(1.0f + 0x1p-8f + 0x1p-20f) == 0x3F81);  // just past halfway: up
+    CHECK(bfloat16_bits(0x1p-130f) == 0x0000);                  // subnormal: +0
+    CHECK(bfloat16_bits(-0x1p-130f) == 0x8000);                 // and −0
+    CHECK(bfloat16_bits(FLT_MIN) == 0x0080);                    // the smallest normal stays
+    CHECK(bfloat16_bits(FLT_MAX) == 0x7F80);                    // past the largest bfloat16: ∞
+    CHECK(std::isnan(attn::round_to_bfloat16(std::numeric_limits<float>::quiet_NaN())));
+    CHECK(attn::round_to_bfloat16(-std::numeric_limits<float>::infinity()) == -std::numeric_limits<float>::infinity());
+    // At most 2⁻⁸ of the value away, over a million normal floats of every size.
+    std::mt19937 rng(71);
+    std::uniform_int_distribution<std::uint32_t> pattern(0x00800000u, 0x7E7FFFFFu);
+    double worst = 0.0;
+    for (int k = 0; k < 1000000; ++k) {
+        const float x = std::bit_cast<float>(pattern(rng));
+        worst = std::max(worst, std::fabs(double(attn::round_to_bfloat16(x)) - x) / x);
+    }
+    INFO("largest relative rounding error: " << worst);
+    CHECK(worst <= 0x1p-8);
+    CHECK(worst > 0x1p-9);  // and that much is reached: it is a bfloat16, not a wider format
+}
+
+TEST_CASE("the bf16 products are vdpbf16ps's arithmetic, bit for bit, on every instruction set", "[bf16]") {
+    // On instruction sets with FMA the pair step is the instruction or two FMAs on exact products:
+    // equal to the model everywhere, subnormals included. SSE2 has no FMA: it rounds a product below
+    // 2⁻¹²⁶ (flushing it) before the add, so there the tiny scales are not compared.
+    const bool fma = attn::simd::isa() != "sse2";
+    std::mt19937 rng(72);
+    for (const float size : {1.0f, 1e-3f, 1e3f, 1e-19f, 3e-20f, 1e-25f}) {
+        if (!fma && size < 1e-10f) continue;
+        for (const std::size_t d : {1, 2, 7, 64, 65}) {
+            INFO("entries up to " << size << ", d = " << d << ", kernels " << attn::simd::isa());
+            const Matrix A = random_matrix(29, d, rng, -size, size), B = random_matrix(37, d, rng, -size, size);
+            Matrix C;
+            attn::simd::matmul_transposed_bf16_into(A, B, 0.125f, C);
+            CHECK(same_bits(C, model_of_pair_products(A, B, 0.125f)));
+        }
+    }
+}
+
+TEST_CASE("the bf16 fused kernel's weights, rounded: with one key, O is V rounded to bfloat16", "[bf16]") {
+    // One key: the weight is 2⁰ = 1 (exact in bfloat16) and ℓ = 1, so O = 1·round(v) / 1, whatever v is.
+    std::mt19937 rng(73);
+    std::uniform_int_distribution<std::uint32_t> pattern(0x00800000u, 0x7E7FFFFFu);
+    Matrix V(1, 1000);
+    for (float& x : V.row(0)) x = std::bit_cast<float>(pattern(rng) | (std::uint32_t(rng()) & 0x80000000u));
+    V(0, 0) = 1.0f + 0x1p-8f;  // a tie
+    const Matrix Q = random_matrix(1, 3, rng), K = random_matrix(1, 3, rng);
+    CHECK(same_bits(fused_bf16(Q, K, V, false), attn::rounded_to_bfloat16(V)));
+}
+
+TEST_CASE("vdpbf16ps and its emulation give the same bits, where the CPU has both", "[bf16]") {
+    // avx512 and avx512bf16 are the same kernels with the same batch width; only the pair step (and
+    // the rounding's instructions) differ. Both are compared with the model above on every run; here
+    // the whole fused kernel, where the CPU can run the instruction.
+    if (!runs("avx512bf16")) {
+        WARN("this CPU has no vdpbf16ps: its emulation was held against the model of the instruction only");
+        return;
+    }
+    std::mt19937 rng(74);
+    for (const float size : {1.0f, 4.0f, 1e-19f}) {
+        for (const bool causal : {false, true}) {
+            for (const std::size_t n : {1, 13, 64, 300, 517}) {
+                const std::size_t m = causal ? n : n + 31, d_k = n % 2 ? 63 : 64, d_v = n % 3 ? 40 : 64;
+                INFO("n=" << n << " m=" << m << " d_k=" << d_k << " d_v=" << d_v << " size " << size
+                          << (causal ? " causal" : ""));
+                const Matrix Q = random_matrix(n, d_k, rng, -size, size), K = random_matrix(m, d_k, rng, -size, size),
+                             V = random_matrix(m, d_v, rng, -size, size);
+                const Matrix emulated = with_isa("avx512", [&] { return fused_bf16(Q, K, V, causal); });
+                const Matrix instruction = with_isa("avx512bf16", [&] { return fused_bf16(Q, K, V, causal); });
+                CHECK(same_bits(emulated, instruction));
+            }
+        }
+    }
+}
+
+TEST_CASE("bf16 fused attention is within the bound its rounding allows of the float64 reference", "[bf16]") {
+    // The bound, for row i and column c, u = 2⁻⁸ (bfloat16's rounding), ε = 2⁻²³ (a float's, doubled):
+    // - each q_p, k_p moves by at most u of itself, so q̂·k̂ moves by at most (2u + u²)·Σ|q_p·k_p|
+    //   ≤ (2u + u²)·‖q_i‖·‖k_j‖, and the float sum of d_k products by d_k·ε of the same; times the scale,
+    //   every score of row i moves by at most E_i = scale·(2u + u² + d_k·ε)·‖q_i‖·max_j ‖k_j‖;
+    // - scores that each move by at most E move every softmax weight by a factor within e^(±2E);
+    // - each weight is rounded (1 ± u) and so is each v_jc (1 ± u); the float sums of m terms, the
+    //   tiles' rescalings and the division add (m + 64)·ε relatively at most;
+    // so |Ô_ic − O_ic| ≤ Σ_j α_ij·|v_jc|·((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1)
+    //                  ≤ max_j |v_jc| · ((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1).
+    const double u = 0x1p-8, eps = 0x1p-23;
+    std::mt19937 rng(75);
+    double worst_ratio = 0.0, largest_change = 0.0;
+    for (const bool causal : {false, true}) {
+        for (const std::size_t n : {1, 5, 64, 129, 300}) {
+            for (const std::size_t d : {1, 16, 63, 64}) {
+                const std::size_t m = causal ? n : n + 17;
+                const Matrix Q = random_matrix(n, d, rng, -2, 2), K = random_matrix(m, d, rng, -2, 2),
+                             V = random_matrix(m, d, rng);
+                const Matrix got = fused_bf16(Q, K, V, causal);
+                const auto want = reference::attention(reference::from(Q), reference::from(K), reference::from(V),
+                                                       std::sqrt(double(d)), causal)
+                                      .output;
+                const double scale = 1.0 / std::sqrt(double(d)), longest_key = attn::max_row_norm(K);
+                for (std::size_t i = 0; i < n; ++i) {
+                    const double E = scale * (2 * u + u * u + double(d) * eps) * attn::norm(Q.row(i)) * longest_key;
+                    const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + double(m + 64) * eps) - 1;
+                    const std::size_t visible = causal ? i + 1 : m;
+                    for (std::size_t c = 0; c < d; ++c) {
+                        double largest_v = 0.0;
+                        for (std::size_t j = 0; j < visible; ++j)
+                            largest_v = std::max(largest_v, double(std::fabs(V(j, c))));
+                        const double error = std::fabs(got(i, c) - want[i][c]), bound = largest_v * factor;
+                        INFO((causal ? "causal " : "") << "n=" << n << " d=" << d << " O[" << i << "][" << c
+                                                       << "] = " << got(i, c) << ", float64 " << want[i][c]);
+                        REQUIRE(error <= bound);
+                        worst_ratio = std::max(worst_ratio, error / bound);
+                        largest_change = std::max(largest_change, error);
+                    }
+                }
+            }
+        }
+    }
+    WARN("bf16 fused against float64: the largest error used " << worst_ratio * 100 << "% of its bound");
+    // The mode does round: a float32 kernel would be within about 1e-6 here.
+    CHECK(largest_change > 1e-4);
+}
+
+TEST_CASE("bf16 fused attention gives the same bits for 1 and 2 threads", "[bf16][parallel]") {
+    std::mt19937 rng(76);
+    const Matrix Q = random_matrix(700, 64, rng), K = random_matrix(700, 64, rng), V = random_matrix(700, 64, rng);
+    for (const bool causal : {false, true}) {
+        attn::simd::set_max_threads(1);
+        const Matrix one = fused_bf16(Q, K, V, causal);
+        attn::simd::set_max_threads(2);
+        const Matrix two = fused_bf16(Q, K, V, causal);
+        CHECK(same_bits(one, two));
+    }
+}
