@@ -20,6 +20,7 @@
 #include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
+#include "cli/walk_bf16.hpp"
 #include "cli/walk_grad.hpp"
 #include "cli/walk_json.hpp"
 #include "cli/walk_text.hpp"
@@ -38,8 +39,9 @@ struct WalkOptions {
     AttentionOptions attention;
     int precision = 4;
     Color color = Color::automatic;
-    bool json = false;  // --format json: the numbers for programs instead of the text
-    bool grad = false;  // --grad: the backward too, for L = ½‖O − T‖² (cli/walk_grad.cpp)
+    bool json = false;         // --format json: the numbers for programs instead of the text
+    bool grad = false;         // --grad: the backward too, for L = ½‖O − T‖² (cli/walk_grad.cpp)
+    Dtype dtype = Dtype::f32;  // --dtype bf16: O once more in bfloat16, after the walk (cli/walk_bf16.cpp)
     bool help = false;
 };
 
@@ -65,6 +67,8 @@ WalkOptions parse(std::span<const std::string> args) {
                 throw UsageError(
                     "walk: the fused backend computes the output without ever storing S or α, so it has no steps 3–5 "
                     "to show; use --backend naive, simd or parallel");
+        } else if (option_value(args, i, "--dtype", v, "walk")) {
+            o.dtype = parse_dtype(v, "walk");
         } else if (option_value(args, i, "--precision", v, "walk")) {
             o.precision = parse_precision(v, "walk");
         } else if (option_value(args, i, "--format", v, "walk")) {
@@ -467,6 +471,7 @@ Options:
   --color auto|always|never
                          heat map colours (default auto: only on a terminal, never with NO_COLOR)
   --grad                 then run it backwards: every gradient for the loss L = ½‖O − T‖², T = I
+  --dtype f32|bf16       bf16: then O once more with the products in bfloat16, and what changed
   --format text|json     json: every matrix at full precision, for programs (the docs pages use it)
   -h, --help             this text
 )",
@@ -485,6 +490,7 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
   --color auto|always|never
                          热力图颜色（默认 auto：仅在终端中显示，设置 NO_COLOR 时不显示）
   --grad                 再倒过来算：损失 L = ½‖O − T‖²（T = I）的每个梯度
+  --dtype f32|bf16       bf16：再用 bfloat16 乘法算一遍 O，并列出变化
   --format text|json     json：以完整精度输出所有矩阵，供程序读取（文档页面由此生成）
   -h, --help             显示本帮助
 )");
@@ -499,6 +505,7 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
     }
     std::cout << Walk(o, use_color(o.color)).render();
     if (o.grad) std::cout << backward_walk_text(o.lang, o.attention, o.precision, example_tokens(o.lang));
+    if (o.dtype == Dtype::bf16) std::cout << bf16_walk_text(o.lang, o.attention, o.precision, example_tokens(o.lang));
     return 0;
 }
 

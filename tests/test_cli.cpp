@@ -464,3 +464,54 @@ TEST_CASE("attn learn trains both tasks in both languages and marks every wanted
         CHECK_THAT(r.err, Catch::StartsWith("attn: error: learn: "));
     }
 }
+
+TEST_CASE("attn run --dtype bf16 writes the library's bf16 output and refuses what bf16 cannot do",
+          "[cli][run][bf16]") {
+    std::mt19937 rng(47);
+    const TempDir dir;
+    const attn::Matrix Q = random_matrix(40, 7, rng), K = random_matrix(40, 7, rng), V = random_matrix(40, 5, rng);
+    const std::string core = "run --q " + dir.file("q.npy", Q) + " --k " + dir.file("k.npy", K) + " --v " +
+                             dir.file("v.npy", V) + " --causal";
+    const RunResult r = run_attn(core + " --backend fused --dtype bf16 --out " + (dir.path / "out").string());
+    REQUIRE(r.status == 0);
+    const attn::AttentionOptions bf16{.causal = true, .backend = attn::Backend::fused, .dtype = attn::Dtype::bf16};
+    const attn::Matrix want = attn::scaled_dot_product_attention(Q, K, V, bf16).output;
+    CHECK(attn::read_matrix((dir.path / "out" / "output.npy").string()) == want);
+    CHECK(want !=
+          attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = attn::Backend::fused}).output);
+    const RunResult parallel = run_attn(core + " --dtype bf16");
+    CHECK(parallel.status == 2);
+    CHECK_THAT(parallel.err, Contains("attn: error:") && Contains("dtype bf16 runs on the fused backend only"));
+    const RunResult backward =
+        run_attn(core + " --backend fused --dtype bf16 --grad-output " + dir.file("do.npy", random_matrix(40, 5, rng)));
+    CHECK(backward.status == 2);
+    CHECK_THAT(backward.err, Contains("dtype bf16 has no backward"));
+    const RunResult unknown = run_attn(core + " --dtype f16");
+    CHECK(unknown.status == 2);
+    CHECK_THAT(unknown.err, Contains("--dtype must be f32 or bf16, got 'f16'"));
+}
+
+TEST_CASE("attn walk --dtype bf16 shows the worked example's O in bfloat16 and counts what changed",
+          "[cli][walk][bf16]") {
+    const attn::AttentionTrace walk = attn::worked_example::trace({});
+    const attn::Matrix O = attn::scaled_dot_product_attention(
+                               walk.Q, walk.K, walk.V, {.backend = attn::Backend::fused, .dtype = attn::Dtype::bf16})
+                               .output;
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < O.rows(); ++i)
+        for (std::size_t j = 0; j < O.cols(); ++j)
+            changed += attn::format_number(O(i, j), 4) != attn::format_number(walk.output(i, j), 4);
+    REQUIRE(changed > 0);  // at four decimals, bfloat16 shows
+    attn::PrintOptions p;
+    p.row_labels = {"猫 cat", "坐 sat", "地毯 mat"};
+    for (const char* lang : {"en", "zh"}) {
+        INFO(lang);
+        const RunResult r = run_attn(std::string("walk --dtype bf16 --color never --lang ") + lang);
+        REQUIRE(r.status == 0);
+        if (std::string(lang) == "en") CHECK_THAT(r.out, Contains("O (bf16)\n" + attn::format_matrix(O, p)));
+        else CHECK_THAT(r.out, Contains("同一个注意力，用 bfloat16 计算") && Contains("O (bf16)\n"));
+        CHECK_THAT(r.out,
+                   Contains(std::to_string(changed) + (std::string(lang) == "zh" ? " 个（共 9 个）" : " of O's 9")));
+    }
+    CHECK_THAT(run_attn("walk --color never").out, !Contains("bfloat16"));
+}
