@@ -39,8 +39,8 @@ Options:
               the one in use, OpenMP threads, the CPU, its caches and the block sizes derived from them
 
 Environment:
-  ATTN_ISA    the instruction set the fast kernels use (sse2, avx2, avx512 on x86-64; neon on
-              AArch64); default: the widest this CPU runs
+  ATTN_ISA    the instruction set the fast kernels use (sse2, avx2, avx512, avx512bf16 on x86-64;
+              neon on AArch64); default: the widest this CPU runs
 )";
 
 std::string joined(const std::vector<std::string>& names) {

@@ -63,6 +63,12 @@ attn::Scale scale_named(const std::string& name) {
     throw py::value_error("scale must be sqrt, dk or none, got '" + name + "'");
 }
 
+attn::Dtype dtype_named(const std::string& name) {
+    for (attn::Dtype d : {attn::Dtype::f32, attn::Dtype::bf16})
+        if (attn::to_string(d) == name) return d;
+    throw py::value_error("dtype must be f32 or bf16, got '" + name + "'");
+}
+
 attn::cli::Lang lang_named(const std::string& name) {
     if (name == "en") return attn::cli::Lang::en;
     if (name == "zh") return attn::cli::Lang::zh;
@@ -105,9 +111,11 @@ py::object weights_or_none(attn::AttentionResult& r, const attn::AttentionOption
 }
 
 py::tuple attention(const FloatArray& Q, const FloatArray& K, const FloatArray& V, const std::string& backend,
-                    const std::string& scale, bool causal, std::optional<std::uint64_t> max_memory) {
+                    const std::string& scale, bool causal, const std::string& dtype,
+                    std::optional<std::uint64_t> max_memory) {
     const Matrix q = borrowed(Q, "Q"), k = borrowed(K, "K"), v = borrowed(V, "V");
     Call call(backend, scale, causal, max_memory);
+    call.options.dtype = dtype_named(dtype);
     attn::AttentionResult r =
         refusals_as_value_error([&] { return attn::scaled_dot_product_attention(q, k, v, call.options); });
     py::object alpha = weights_or_none(r, call.options);
@@ -207,9 +215,10 @@ PYBIND11_MODULE(attention_cpp, m) {
         "buffers would not fit, before any work, as attn run --max-memory does.";
     const auto no_memory_limit = std::optional<std::uint64_t>();
     m.def("attention", &attention, "Q"_a, "K"_a, "V"_a, py::kw_only(), "backend"_a = "fused", "scale"_a = "sqrt",
-          "causal"_a = false, "max_memory"_a = no_memory_limit,
+          "causal"_a = false, "dtype"_a = "f32", "max_memory"_a = no_memory_limit,
           "O = softmax(scale·Q·Kᵀ)·V. Returns (O, α); α is None on the fused backend, which never forms it.\n"
-          "Q (n×d_k), K (m×d_k), V (m×d_v); backend: naive | simd | parallel | fused; scale: sqrt | dk | none.");
+          "Q (n×d_k), K (m×d_k), V (m×d_v); backend: naive | simd | parallel | fused; scale: sqrt | dk | none;\n"
+          "dtype: f32 | bf16 (fused only: the products' operands rounded to bfloat16, summed in float32).");
     m.def("attention_backward", &attention_backward, "Q"_a, "K"_a, "V"_a, "dO"_a, py::kw_only(), "backend"_a = "fused",
           "scale"_a = "sqrt", "causal"_a = false, "max_memory"_a = no_memory_limit,
           "The forward and its backward in one call: returns (dQ, dK, dV) for dO = ∂L/∂O (n×d_v).");

@@ -115,18 +115,19 @@ TEST_CASE("every buffer the chain allocates was charged to the budget first, on 
     (void)attn::simd::blocking();
     if (!ATTN_COUNTS_ALLOCATIONS)
         WARN("allocations not counted: AddressSanitizer owns operator new in this build (the other builds count them)");
-    for (const auto& [b, dtype] : {std::pair{Backend::naive, attn::Dtype::f32},
-                                   {Backend::simd, attn::Dtype::f32},
-                                   {Backend::parallel, attn::Dtype::f32},
-                                   {Backend::fused, attn::Dtype::f32},
-                                   {Backend::fused, attn::Dtype::bf16}}) {
+    for (const auto& run : {std::pair{Backend::naive, attn::Dtype::f32},
+                            {Backend::simd, attn::Dtype::f32},
+                            {Backend::parallel, attn::Dtype::f32},
+                            {Backend::fused, attn::Dtype::f32},
+                            {Backend::fused, attn::Dtype::bf16}}) {
+        const auto [b, dtype] = run;
         for (const bool whole_layer : {false, true}) {
             INFO(attn::to_string(b) << ", " << attn::to_string(dtype)
                                     << (whole_layer ? ", the layer's forward" : ", the core"));
             attn::MemoryBudget budget(std::uint64_t{1} << 30, "the test's budget");
             attn::AttentionResult result;
             const auto allocations = allocations_of([&] {
-                const attn::AttentionOptions options{.backend = b, .budget = &budget, .dtype = dtype};
+                const attn::AttentionOptions options{.backend = run.first, .budget = &budget, .dtype = run.second};
                 result = whole_layer ? layer.forward(X, options) : attn::scaled_dot_product_attention(Q, K, V, options);
             });
             INFO(listing(budget, allocations));

@@ -56,6 +56,20 @@ def test_every_backend_equals_attn_run_bit_for_bit(qkv, backend, causal):
         assert alpha.tobytes() == np.load(out / "attn.npy").tobytes()
 
 
+def test_dtype_bf16_equals_attn_run_and_is_refused_where_attn_refuses_it(qkv):
+    a, d = qkv
+    out = d / "out"
+    attn("run", "--q", str(d / "q.npy"), "--k", str(d / "k.npy"), "--v", str(d / "v.npy"), "--backend", "fused",
+         "--dtype", "bf16", "--out", str(out))
+    O, alpha = ac.attention(a["q"], a["k"], a["v"], backend="fused", dtype="bf16")
+    assert alpha is None and O.tobytes() == np.load(out / "output.npy").tobytes()
+    assert O.tobytes() != ac.attention(a["q"], a["k"], a["v"], backend="fused")[0].tobytes()  # it did round
+    with pytest.raises(ValueError, match="dtype bf16 runs on the fused backend only"):
+        ac.attention(a["q"], a["k"], a["v"], backend="simd", dtype="bf16")
+    with pytest.raises(ValueError, match="dtype must be f32 or bf16, got 'f16'"):
+        ac.attention(a["q"], a["k"], a["v"], dtype="f16")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_backward_equals_attn_run_grad_output_bit_for_bit(qkv, backend):
     a, d = qkv
