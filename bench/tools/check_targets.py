@@ -22,6 +22,11 @@ target above the ceiling of the hour it was measured in says more about the hour
 The first lines name the machine as the benchmark binary saw it (CPU model, instruction set,
 caches, block sizes): a percentage says nothing about a CPU it was not measured on.
 
+The bf16 mode's targets are shares of its own peak, BM_peak_bf16 (vdpbf16ps: two products a lane per
+instruction, twice the FMA's flops), and speed-ups over the float32 fused kernel: both benchmarks in
+one process, one right after the other, their time ratio per round (RATIOS). Where the kernels have no
+vdpbf16ps, BM_peak_bf16 is skipped and so are these rows, saying so.
+
 --isa sets ATTN_ISA, so that the same build measures, say, its AVX2 kernels on an AVX-512 CPU, against
 the AVX2 peak (BM_peak_fma is dispatched like every kernel). --json writes every round's numbers.
 --self-test checks the arithmetic on made-up rounds and, given --bench, that every target's
@@ -45,6 +50,7 @@ class Target:
     benchmark: str   # the Google Benchmark name, without /real_time
     threads: int     # OMP_NUM_THREADS for the run, and which peak it is measured against
     percent: float | None  # at least this share of the peak; None: a ceiling, measured beside them
+    peak: str = "fma"      # the peak: BM_peak_fma, or "bf16": BM_peak_bf16
 
 
 # The last 30% of the peak (d = 64; causal cores count the flops they do: half).
@@ -60,6 +66,25 @@ TARGETS = [
     Target("fused backward, n = 4096", "BM_backward/fused/n:4096/d:64", 2, 50),
     Target("materialised backward, n = 2048", "BM_backward/parallel/n:2048/d:64", 2, 45),
 ]
+BF16_TARGETS = [
+    Target("fused core bf16, n = 2048", "BM_core/fused_bf16/n:2048/d:64", 2, 60, "bf16"),
+    Target("fused core bf16, n = 4096", "BM_core/fused_bf16/n:4096/d:64", 2, 60, "bf16"),
+    Target("fused core bf16, n = 16384", "BM_core_long/fused_bf16/n:16384/causal:0", 2, 60, "bf16"),
+]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    what: str
+    faster: str      # the benchmark that must be faster …
+    slower: str      # … than this one, run right after it in the same process
+    threads: int
+    at_least: float  # slower's time ÷ faster's time, at least this
+
+
+RATIOS = [Ratio(f"bf16 ÷ float32 fused core, n = {n}", f"BM_core{s}/fused_bf16/{args}", f"BM_core{s}/fused/{args}", 2, 1.6)
+          for n, s, args in ((2048, "", "n:2048/d:64"), (4096, "", "n:4096/d:64"),
+                             (16384, "_long", "n:16384/causal:0"))]
 
 # What the products' register tile reaches with nothing to fetch from L2 (12 rows: AVX-512's tall
 # tile, or two 6-row tiles elsewhere).
@@ -67,27 +92,43 @@ CEILINGS = [
     Target("ceiling: the register tile in L1, 6 rows", "BM_tile_in_l1/rows:6", 1, None),
     Target("ceiling: the register tile in L1, 12 rows", "BM_tile_in_l1/rows:12", 1, None),
 ]
-MEASURED = TARGETS + CEILINGS
+MEASURED = TARGETS + CEILINGS + BF16_TARGETS
 
 
-def peak_name(threads):
-    return f"BM_peak_fma/threads:{threads}"
+def peak_name(threads, kind="fma"):
+    return f"BM_peak_{kind}/threads:{threads}"
+
+
+def run_benchmarks(exe, names, threads, min_time, env):
+    """One process running `names` (Google Benchmark runs them in registration order). Returns
+    {name: run} and the benchmark's context (machine, instruction set, caches); a skipped run (an
+    error_occurred, as BM_peak_bf16 without vdpbf16ps) is left out."""
+    pattern = "^(" + "|".join(names) + ")/real_time$"
+    out = subprocess.run([exe, "--benchmark_filter=" + pattern, "--benchmark_min_time=" + str(min_time),
+                          "--benchmark_format=json"], capture_output=True, text=True, check=True,
+                         env=dict(env, OMP_NUM_THREADS=str(threads))).stdout
+    report = json.loads(out)
+    runs = {b["name"].removesuffix("/real_time"): b for b in report["benchmarks"] if not b.get("error_occurred")}
+    return runs, report["context"]
 
 
 def run_pair(exe, target, min_time, env):
     """One process: the peak of the target's thread count, then the target. Returns (peak, target)
-    GFLOP/s, and the benchmark's context (machine, instruction set, caches)."""
-    names = [peak_name(target.threads), target.benchmark]
-    pattern = "^(" + "|".join(names) + ")/real_time$"
-    out = subprocess.run([exe, "--benchmark_filter=" + pattern, "--benchmark_min_time=" + str(min_time),
-                          "--benchmark_format=json"], capture_output=True, text=True, check=True,
-                         env=dict(env, OMP_NUM_THREADS=str(target.threads))).stdout
-    report = json.loads(out)
-    rates = {b["name"].removesuffix("/real_time"): b["GFLOPs"] for b in report["benchmarks"]}
-    missing = [n for n in names if n not in rates]
+    GFLOP/s, and the benchmark's context; None for a bf16 target where the peak was skipped."""
+    names = [peak_name(target.threads, target.peak), target.benchmark]
+    runs, context = run_benchmarks(exe, names, target.threads, min_time, env)
+    if target.peak == "bf16" and names[0] not in runs:
+        return None, context
+    missing = [n for n in names if n not in runs]
     if missing:
         sys.exit(f"check_targets: {exe} has no benchmark {', '.join(missing)}")
-    return rates[names[0]], rates[names[1]], report["context"]
+    return (runs[names[0]]["GFLOPs"], runs[names[1]]["GFLOPs"]), context
+
+
+def run_ratio(exe, ratio, min_time, env):
+    """One process: the faster benchmark, then the slower. Returns slower's time ÷ faster's."""
+    runs, _ = run_benchmarks(exe, [ratio.faster, ratio.slower], ratio.threads, min_time, env)
+    return runs[ratio.slower]["real_time"] / runs[ratio.faster]["real_time"]
 
 
 def summarise(rounds):
@@ -115,13 +156,25 @@ def machine_lines(context, isa_forced):
             f"Blocks: {context.get('blocks', '?')}"]
 
 
-def table(summary):
+def table(summary, measured=MEASURED):
     lines = ["| target | threads | GFLOP/s (median) | % of the same run's peak: median [lowest, highest] | needs | met? |",
              "|---|---|---|---|---|---|"]
-    for t, (rate, median, low, high) in zip(MEASURED, summary):
+    for t, (rate, median, low, high) in zip(measured, summary):
         needs, met = ("—", "—") if t.percent is None else (f"≥ {t.percent:.0f}%", "yes" if is_met(t, median) else "no")
-        lines.append(f"| {t.what} | {t.threads} | {rate:.1f} | **{median:.1f}%** [{low:.1f}, {high:.1f}] | "
+        peak = " of the bf16 peak" if t.peak == "bf16" else ""
+        lines.append(f"| {t.what} | {t.threads} | {rate:.1f} | **{median:.1f}%**{peak} [{low:.1f}, {high:.1f}] | "
                      f"{needs} | {met} |")
+    return lines
+
+
+def ratio_table(ratios):
+    """ratios: one list per round of slower ÷ faster time ratios, in RATIOS' order."""
+    lines = ["| speed-up | threads | median [lowest, highest] | needs | met? |", "|---|---|---|---|---|"]
+    for k, r in enumerate(RATIOS):
+        values = [round_[k] for round_ in ratios]
+        median = statistics.median(values)
+        lines.append(f"| {r.what} | {r.threads} | **{median:.2f}×** [{min(values):.2f}, {max(values):.2f}] | "
+                     f"≥ {r.at_least:.1f}× | {'yes' if median >= r.at_least else 'no'} |")
     return lines
 
 
@@ -142,14 +195,23 @@ def self_test(exe):
     rows = table(summarise([[(100.0, 80.0)] * len(MEASURED)]))[2:]
     checks.append(("one table row per target and ceiling, in order",
                    [r.split(" | ")[0].removeprefix("| ") for r in rows] == [t.what for t in MEASURED]))
-    checks.append(("a ceiling's row names no target", rows[-1].endswith("| — | — |")
+    checks.append(("a ceiling's row names no target", rows[len(TARGETS) + len(CEILINGS) - 1].endswith("| — | — |")
                    and rows[0].endswith(f"| ≥ {TARGETS[0].percent:.0f}% | yes |")))
+    ratio_rows = ratio_table([[2.0, 1.5, 1.59], [1.6, 1.7, 1.61], [1.8, 1.6, 1.5]])[2:]
+    checks.append(("a speed-up is the median over rounds, met at or above its bound",
+                   "**1.80×** [1.60, 2.00]" in ratio_rows[0] and ratio_rows[0].endswith("| yes |")
+                   and ratio_rows[1].endswith("| yes |") and "**1.59×**" in ratio_rows[2]
+                   and ratio_rows[2].endswith("| no |")))
+    checks.append(("a bf16 target's share is of the bf16 peak",
+                   "of the bf16 peak" in table(summarise([[(100.0, 80.0)] * len(MEASURED)]))[-1]))
     if exe and not os.access(exe, os.X_OK):
         checks.append((f"{exe} is there to list", False))
     elif exe:
         listed = subprocess.run([exe, "--benchmark_list_tests"], capture_output=True, text=True,
                                 check=True).stdout.split()
-        for name in sorted({t.benchmark for t in MEASURED} | {peak_name(t.threads) for t in MEASURED}):
+        names = {t.benchmark for t in MEASURED} | {peak_name(t.threads, t.peak) for t in MEASURED}
+        names |= {r.faster for r in RATIOS} | {r.slower for r in RATIOS}
+        for name in sorted(names):
             checks.append((f"{exe} lists {name}", name + "/real_time" in listed))
     for name, ok in checks:
         print(f"{'ok  ' if ok else 'FAIL'} self-test: {name}")
@@ -177,25 +239,38 @@ def main():
     env = dict(os.environ)
     if args.isa:
         env["ATTN_ISA"] = args.isa
-    rounds, context = [], {}
+    rounds, ratios, context = [], [], {}
+    measured = MEASURED
     for r in range(args.rounds):
         pairs = []
-        for t in MEASURED:
-            peak, rate, context = run_pair(exe, t, args.min_time, env)
-            pairs.append((peak, rate))
+        for t in list(measured):
+            pair, context = run_pair(exe, t, args.min_time, env)
+            if pair is None:  # no vdpbf16ps in these kernels: no bf16 peak to measure against
+                measured = [m for m in measured if m.peak != "bf16"]
+                continue
+            pairs.append(pair)
         rounds.append(pairs)
+        if len(measured) == len(MEASURED):
+            ratios.append([run_ratio(exe, q, args.min_time, env) for q in RATIOS])
         print(f"round {r + 1} of {args.rounds} done", file=sys.stderr, flush=True)
     summary = summarise(rounds)
     print("\n".join(machine_lines(context, bool(args.isa))))
-    print(f"{args.rounds} rounds; each benchmark ran right after the FMA peak of its thread count, "
-          f"{args.min_time} s each (Google Benchmark 'real_time')")
+    print(f"{args.rounds} rounds; each benchmark ran right after the peak of its thread count (FMA, or bf16 "
+          f"for the bf16 mode), {args.min_time} s each (Google Benchmark 'real_time')")
     print()
-    print("\n".join(table(summary)))
+    print("\n".join(table(summary, measured)))
+    print()
+    if ratios:
+        print("\n".join(ratio_table(ratios)))
+    else:
+        print("bf16 targets: not measured, the kernels in use have no vdpbf16ps (BM_peak_bf16 was skipped); "
+              "the bf16 mode runs emulated")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "context": context, "isa_forced": args.isa,
-            "targets": [t.__dict__ for t in MEASURED],
+            "targets": [t.__dict__ for t in measured],
             "rounds": rounds,
+            "ratios": {"what": [q.__dict__ for q in RATIOS], "rounds": ratios},
             "summary": [dict(zip(("gflops", "percent_median", "percent_low", "percent_high"), s)) for s in summary],
         }, indent=1, ensure_ascii=False))
     return 0
