@@ -63,8 +63,8 @@ void peak(benchmark::State& st, int threads, bool pairs) {
         benchmark::DoNotOptimize(pairs ? attn::simd::pair_chains(steps) : attn::simd::fma_chains(steps));
     }
     const double flops = (pairs ? 4.0 : 2.0) * double(attn::simd::batch_width());
-    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * flops * steps / 1e9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["GFLOPs"] =
+        benchmark::Counter(threads * chains * flops * steps / 1e9, benchmark::Counter::kIsIterationInvariantRate);
     st.SetLabel(attn::simd::isa() + ", " + std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") +
                 (pairs ? ", bf16 pairs" : ""));
 }
@@ -105,12 +105,11 @@ void register_ladder() {
             if (bf16 && !pairs) continue;
             for (int threads : {1, 2}) {
                 if (threads == 2 && !openmp) continue;
-                benchmark::RegisterBenchmark(((bf16 ? "BM_ladder_peak_bf16/isa:" : "BM_ladder_peak/isa:") + isa +
-                                              "/threads:" + std::to_string(threads))
-                                                 .c_str(),
-                                             [isa, threads, bf16](benchmark::State& st) {
-                                                 with_isa(isa, [&] { peak(st, threads, bf16); });
-                                             })
+                benchmark::RegisterBenchmark(
+                    ((bf16 ? "BM_ladder_peak_bf16/isa:" : "BM_ladder_peak/isa:") + isa +
+                     "/threads:" + std::to_string(threads))
+                        .c_str(),
+                    [isa, threads, bf16](benchmark::State& st) { with_isa(isa, [&] { peak(st, threads, bf16); }); })
                     ->UseRealTime()
                     ->Unit(benchmark::kMicrosecond);
             }
@@ -122,10 +121,9 @@ void register_ladder() {
                 ->Unit(benchmark::kMillisecond);
         }
         const std::string bf16 = attn::to_string(Backend::fused) + "_" + attn::to_string(attn::Dtype::bf16);
-        benchmark::RegisterBenchmark(("BM_ladder/" + bf16 + "/isa:" + isa + size).c_str(),
-                                     [isa](benchmark::State& st) {
-                                         with_isa(isa, [&] { core(st, Backend::fused, n, d, attn::Dtype::bf16); });
-                                     })
+        benchmark::RegisterBenchmark(
+            ("BM_ladder/" + bf16 + "/isa:" + isa + size).c_str(),
+            [isa](benchmark::State& st) { with_isa(isa, [&] { core(st, Backend::fused, n, d, attn::Dtype::bf16); }); })
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
     }
