@@ -276,6 +276,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_close(*got.output, *naive.output, v * (4.0 * delta + 4.0 * (double(K.rows()) + 8) * eps) + 1e-30,
                     "a backend disagrees with naive beyond the float32 bound");
     }
+    // The bf16 mode (attn run --backend fused --dtype bf16): refused exactly where naive is, finite
+    // where it runs, and within the bound of tests/test_bf16.cpp (operands rounded by up to u = 2⁻⁸).
+    attn::AttentionOptions bf16 = base;
+    bf16.backend = Backend::fused;
+    bf16.dtype = attn::Dtype::bf16;
+    const Outcome rounded = attempt([&] { return attn::scaled_dot_product_attention(Q, K, V, bf16).output; });
+    if (naive.output.has_value() != rounded.output.has_value() || naive.refusal != rounded.refusal)
+        bug("the bf16 mode refuses differently from naive");
+    if (rounded.output) {
+        if (!all_finite(*rounded.output)) bug("the bf16 mode's output is not finite");
+        const double u = 0x1p-8, c = attn::scale_factor(base.scale, Q.cols());
+        const double E =
+            c * (2 * u + u * u + (double(Q.cols()) + 2) * eps) * attn::max_row_norm(Q) * attn::max_row_norm(K);
+        if (E <= 1.0) {
+            const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + (double(K.rows()) + 64) * eps) - 1;
+            check_close(*rounded.output, *naive.output, attn::max_row_norm(V) * (factor + 4.0 * E) + 1e-30,
+                        "the bf16 mode is further from naive than its rounding allows");
+        }
+    }
     if (!naive.output) return 0;
     backward_on_every_backend(Q, K, V, *naive.output, base, budget);
     if (layer) layer_backward_on_every_backend(m, *naive.output, base, budget);
