@@ -29,8 +29,17 @@ inline constexpr std::size_t TALL = tall_rows(NR);
 
 // One step of the tile: acc + a·b, lane by lane, `a` one element of A broadcast. The bf16 mode steps on
 // pairs of bfloat16 instead (simd/bf16.hpp); nothing else of the tile changes.
+// With AVX-512 the step names the instruction: xsimd 8.1 computes that set's fma() as x·y + z and
+// leaves the fusing to the compiler, which an instrumented or less optimised build may not do (the
+// bf16 emulation's exactness needs one rounding per step, simd/bf16.hpp).
 struct FmaStep {
-    static Batch apply(Batch a, Batch b, Batch acc) { return xsimd::fma(a, b, acc); }
+    static Batch apply(Batch a, Batch b, Batch acc) {
+#if XSIMD_WITH_AVX512F
+        return Batch(_mm512_fmadd_ps(a, b, acc));
+#else
+        return xsimd::fma(a, b, acc);
+#endif
+    }
 };
 
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
