@@ -1,12 +1,29 @@
 // matrix/bfloat16.cpp — rounding to bfloat16 with integer operations on the float's bits.
 #include "matrix/bfloat16.hpp"
 
-#include <bit>
+#include <cstring>
 
 namespace attn {
 
+namespace {
+
+// The float's bits and back (std::memcpy: the WebAssembly build's standard library has no std::bit_cast).
+std::uint32_t bits_of(float x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
+
+float float_of(std::uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+}  // namespace
+
 std::uint16_t bfloat16_bits(float x) {
-    const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+    const std::uint32_t bits = bits_of(x);
     const std::uint32_t sign = bits & 0x80000000u, exponent = bits & 0x7F800000u;
     if (exponent == 0) return static_cast<std::uint16_t>(sign >> 16);  // ±0 and the subnormals: ±0
     if (exponent == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
@@ -17,7 +34,7 @@ std::uint16_t bfloat16_bits(float x) {
     return static_cast<std::uint16_t>((bits + 0x7FFFu + odd) >> 16);
 }
 
-float from_bfloat16_bits(std::uint16_t bits) { return std::bit_cast<float>(std::uint32_t{bits} << 16); }
+float from_bfloat16_bits(std::uint16_t bits) { return float_of(std::uint32_t{bits} << 16); }
 
 float round_to_bfloat16(float x) { return from_bfloat16_bits(bfloat16_bits(x)); }
 
