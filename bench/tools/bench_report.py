@@ -322,14 +322,17 @@ def plot(table, peak, path):
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for family, column in [("core", "naive"), ("core", "simd"), ("core", "parallel"), ("core", "fused"),
-                           ("core_openblas", "openblas-1t"), ("core_openblas", "openblas-2t")]:
+                           ("core", "fused_bf16"), ("core_openblas", "openblas-1t"), ("core_openblas", "openblas-2t")]:
         pts = series(table, family, column, d=64)
         if pts:
             ax.plot([n for n, _ in pts], [c[1] for _, c in pts], marker="o", label=column)
-    for threads, g in sorted(peak.items()):
-        ax.axhline(g, linestyle="--", color="grey" if threads == 1 else "black", linewidth=1)
-        ax.text(0.01, g * 1.03, f"FMA peak, {threads} thread{'s' if threads > 1 else ''}", fontsize=8,
-                transform=ax.get_yaxis_transform())  # x in axes fractions, y in GFLOP/s
+    for key, g in peak.items():  # threads, or ("bf16", threads)
+        threads, what = (key, "FMA peak") if isinstance(key, int) else (key[1], "bf16 peak")
+        ax.axhline(g, linestyle="--" if what == "FMA peak" else ":", linewidth=1,
+                   color=("grey" if threads == 1 else "black") if what == "FMA peak" else "C3")
+        # x in axes fractions (bf16's on the right: its 1-thread peak is about the FMA's 2-thread one), y in GFLOP/s
+        ax.text(0.01 if what == "FMA peak" else 0.55, g * 1.03, f"{what}, {threads} thread{'s' if threads > 1 else ''}",
+                fontsize=8, transform=ax.get_yaxis_transform())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (sequence length), d = 64")
