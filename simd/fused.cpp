@@ -33,12 +33,14 @@
 // bf16. fused_attention_bf16_into runs the same blocks with the two products on bfloat16 pairs
 // (simd/bf16.hpp): each block's rows of Q, each packed panel of Kᵀ and of V, and each tile of
 // weights e^(s − m) are rounded to bfloat16 as they are packed, and the register tile steps with
-// vdpbf16ps (or its emulation). The maxima, the exponentials, ℓ and o stay in float: ℓ sums the
-// weights before their rounding, as o/ℓ then divides by the exact sum of what the tile computed. Tiles
-// have an even number of keys, so a tile's weights pair up in place. BM_core/fused_bf16 measures it.
+// vdpbf16ps (or its emulation). The maxima, the exponentials, ℓ and o stay in float; ℓ sums the
+// weights as computed, before they are rounded for the product with V (that rounding is one more
+// error of at most 2⁻⁸ of each weight, which tests/test_bf16.cpp's bound counts). Tiles have an even
+// number of keys, so a tile's weights pair up in place. BM_core/fused_bf16 measures it.
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
-// (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')): fused_scratch_bytes(d_k) in simd/dispatch.cpp. Nothing grows with
+// (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's rows of Q
+// and one key, in pairs: fused_scratch_bytes(d_k, dtype) in simd/dispatch.cpp. Nothing grows with
 // n or d_v. Each panel is packed and then used at once by every row strip of the block, while it
 // is still in L1.
 #include <cmath>
