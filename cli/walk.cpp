@@ -83,6 +83,8 @@ WalkOptions parse(std::span<const std::string> args) {
             throw UsageError("walk: unknown option '" + args[i] + "' (see attn walk --help)");
         }
     }
+    if (o.json && o.dtype == Dtype::bf16)  // the JSON is the float32 walk's; bf16's numbers are shown as text
+        throw UsageError("walk: --dtype bf16 is shown as text only; drop --format json");
     return o;
 }
 

@@ -514,4 +514,7 @@ TEST_CASE("attn walk --dtype bf16 shows the worked example's O in bfloat16 and c
                    Contains(std::to_string(changed) + (std::string(lang) == "zh" ? " 个（共 9 个）" : " of O's 9")));
     }
     CHECK_THAT(run_attn("walk --color never").out, !Contains("bfloat16"));
+    const RunResult json = run_attn("walk --dtype bf16 --format json");
+    CHECK(json.status == 2);
+    CHECK_THAT(json.err, Contains("attn: error: walk: --dtype bf16 is shown as text only"));
 }
