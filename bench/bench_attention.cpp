@@ -21,25 +21,12 @@ using bench::random_matrix;
 
 std::size_t arg(const benchmark::State& st, int k) { return static_cast<std::size_t>(st.range(k)); }
 
-// The peak: FMAs on registers only, never touching memory (simd::fma_chains: twelve independent
-// accumulators keep both FMA pipes busy through the FMA latency; each FMA is 2·W flops).
-void BM_peak_fma(benchmark::State& st) {
-    const int threads = static_cast<int>(st.range(0));
-    constexpr std::size_t steps = 1 << 16, chains = 12;
-    for (auto _ : st) {
-#pragma omp parallel num_threads(threads)
-        benchmark::DoNotOptimize(attn::simd::fma_chains(steps));
-    }
-    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 2.0 * double(attn::simd::batch_width()) * steps / 1e9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-    st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
-}
-
-// The bf16 rung's peak: the same chains with vdpbf16ps (simd::pair_chains), each instruction two
-// products a lane, counted 4·W flops: the ceiling of the fused kernel's bf16 mode. Only where the
-// kernels in use have the instruction (the emulation runs at the FMA's rate: BM_peak_fma).
-void BM_peak_bf16(benchmark::State& st) {
-    if (!attn::simd::bf16_instructions()) {
+// The peaks: twelve independent chains on registers only, never touching memory, enough to keep
+// both pipes busy through the latency. pairs = false: FMAs (simd::fma_chains, 2·W flops each);
+// pairs = true: vdpbf16ps (simd::pair_chains, two products a lane, 4·W flops), the ceiling of the
+// fused kernel's bf16 mode, only where the kernels in use have it (the emulation runs at the FMA's rate).
+void peak_chains(benchmark::State& st, bool pairs) {
+    if (pairs && !attn::simd::bf16_instructions()) {
         st.SkipWithError(("no vdpbf16ps in the kernels in use (" + attn::simd::isa() + ")").c_str());
         return;
     }
@@ -47,12 +34,15 @@ void BM_peak_bf16(benchmark::State& st) {
     constexpr std::size_t steps = 1 << 16, chains = 12;
     for (auto _ : st) {
 #pragma omp parallel num_threads(threads)
-        benchmark::DoNotOptimize(attn::simd::pair_chains(steps));
+        benchmark::DoNotOptimize(pairs ? attn::simd::pair_chains(steps) : attn::simd::fma_chains(steps));
     }
-    st.counters["GFLOPs"] = benchmark::Counter(threads * chains * 4.0 * double(attn::simd::batch_width()) * steps / 1e9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-    st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", bf16 pairs");
+    const double flops = (pairs ? 4.0 : 2.0) * double(attn::simd::batch_width());
+    st.counters["GFLOPs"] =
+        benchmark::Counter(threads * chains * flops * steps / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + (pairs ? ", bf16 pairs" : ""));
 }
+void BM_peak_fma(benchmark::State& st) { peak_chains(st, false); }
+void BM_peak_bf16(benchmark::State& st) { peak_chains(st, true); }
 
 // The register tile with everything in L1: A is rows × 192, B one panel 192 × NR (24 KiB with AVX-512),
 // C one tile, the same every call. Nothing comes from L2, so this is as fast as the products' tile
