@@ -3,13 +3,18 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "attention/attention.hpp"
+#include "lesson/language.hpp"
 
 namespace attn::cli {
 
-enum class Lang { en, zh };
+// The lesson's two languages, its way to pick one (each text is written in both: in the lesson's
+// sentences, lesson/sentences.cpp, or where the terminal alone prints it, cli/exercise.cpp and the
+// help texts), and the example's tokens.
+using lesson::example_tokens;
+using lesson::Lang;
+using lesson::tr;
 
 // What the scores are divided by, as both `walk` and `exercise` label it: "÷ √d_k", "÷ d_k", "÷ 1".
 std::string scale_symbol(Scale scale);
@@ -17,15 +22,7 @@ std::string scale_symbol(Scale scale);
 // --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
 Lang lang_from_environment();
 
-// The program's one way to speak two languages: each sentence is written in both, and tr picks one.
-// It is written where it is printed (cli/exercise.cpp, the terminal's own words in cli/walk.cpp), or,
-// when the lesson pages show it too, in cli/walk_text.cpp, which the walk and its JSON share.
-inline const char* tr(Lang lang, const char* en, const char* zh) { return lang == Lang::zh ? zh : en; }
-
 // Exercise 2's two questions and what S_ii is, said alike by `attn walk` and `attn exercise 2`.
 const char* diagonal_question(Lang lang);
-
-// The worked example's tokens as row labels: 猫 坐 地毯, with the English words beside them in English.
-std::vector<std::string> example_tokens(Lang lang);
 
 }  // namespace attn::cli

@@ -1,8 +1,7 @@
-// cli/walk.cpp — `attn walk`. Runs SingleHeadAttention::forward on the lesson's example with a trace,
-// then prints each intermediate with the formula that made it. Every matrix it prints comes from the
-// library. A few numbers are computed here only to show one entry worked out by hand beside the
-// library's result: the products of one S_ij, the e^(S'−m) of row 1 and their sum, the row sums
-// of α, and ‖o₁ − v₁‖ for exercise 5. The tests check the printed matrices against the library.
+// cli/walk.cpp — `attn walk`: prints the lesson's worked example (lesson/walk.hpp) step by step, each
+// intermediate with the formula that made it and the lesson's sentences (lesson/sentences.hpp), or,
+// with --format json, what lesson/json.hpp writes. Every number it prints comes from lesson/; this
+// file only lays them out. The tests check the printed matrices against the library.
 #include "cli/walk.hpp"
 
 #include <unistd.h>
@@ -13,24 +12,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "attention/attention.hpp"
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "cli/walk_bf16.hpp"
 #include "cli/walk_grad.hpp"
-#include "cli/walk_json.hpp"
-#include "cli/walk_text.hpp"
-#include "matrix/norms.hpp"
-#include "matrix/ops.hpp"
+#include "lesson/json.hpp"
+#include "lesson/sentences.hpp"
+#include "lesson/walk.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
 
 namespace {
+
+using lesson::Label;
+using lesson::Sentence;
 
 enum class Color { automatic, always, never };
 
@@ -120,12 +120,11 @@ std::string term(float v, int precision) {
     return v < 0 ? "(" + s + ")" : s;
 }
 
+// Prints a lesson::ForwardWalk: every number comes from it; this class only lays them out.
 class Walk {
 public:
-    Walk(const WalkOptions& o, bool color)
-        : o_(o), l_(o.lang), say_(o.lang, o.attention.scale), color_(color), tokens_(example_tokens(o.lang)) {
-        trace_ = worked_example::trace(o.attention);
-    }
+    Walk(const WalkOptions& o, const lesson::ForwardWalk& walk, bool color)
+        : o_(o), l_(o.lang), w_(walk), t_(walk.trace), color_(color), tokens_(example_tokens(o.lang)) {}
 
     std::string render() {
         header();
@@ -149,19 +148,24 @@ public:
 
 private:
     const WalkOptions& o_;
-    const Lang l_;        // words only the terminal says: tr(l_, English, Chinese), where printed
-    const WalkText say_;  // the sentences the lesson pages show too (cli/walk_text.cpp)
+    const Lang l_;
+    const lesson::ForwardWalk& w_;
+    const AttentionTrace& t_;
     // The punctuation between a label and its value, between settings, and between two results.
     const char* const colon_ = tr(l_, ": ", "：");
     const char* const comma_ = tr(l_, ", ", "，");
     const char* const semicolon_ = tr(l_, ";  ", "；");
-    const std::string expanded_ = say_("expanded");
     bool color_;
     std::vector<std::string> tokens_;
-    AttentionTrace trace_;
     std::ostringstream out_;
 
-    std::size_t n() const { return trace_.X.rows(); }
+    std::string say(Sentence id, std::initializer_list<std::string> values = {}) const {
+        return lesson::say(l_, id, values);
+    }
+    std::string say(Label id, std::initializer_list<std::string> values = {}) const {
+        return lesson::say(l_, id, values);
+    }
+    std::size_t n() const { return t_.X.rows(); }
     std::string num(float v) const { return format_number(v, o_.precision); }
     std::string labelled(const Matrix& m, bool token_columns = false) const {
         PrintOptions p;
@@ -179,16 +183,16 @@ private:
     void heading(const std::string& title, const std::string& note) {
         out_ << "\n" << title << "\n  " << note << "\n\n";
     }
-    // "a₁×b₁ + a₂×b₂ + …" for two rows, with the value it sums to printed by the caller.
-    std::string products(std::span<const float> a, std::span<const float> b) const {
+    std::string expanded() const { return say(Sentence::expanded) + colon_; }
+    // "a₁×b₁ + a₂×b₂ + … = value".
+    std::string products(const lesson::DotProduct& d) const {
         std::string s;
-        for (std::size_t k = 0; k < a.size(); ++k) {
-            s += (k ? " + " : "") + term(a[k], o_.precision) + "×" + term(b[k], o_.precision);
-        }
-        return s;
+        for (std::size_t k = 0; k < d.left.size(); ++k)
+            s += (k ? " + " : "") + term(d.left[k], o_.precision) + "×" + term(d.right[k], o_.precision);
+        return s + " = " + num(d.value);
     }
     std::string scale_text() const {
-        const std::size_t d_k = trace_.Q.cols();
+        const std::size_t d_k = t_.Q.cols();
         // the symbol, then the divisor worked out (appended, not "+": GCC 12 warns falsely on " " + string)
         const std::string symbol = std::string(" ").append(scale_symbol(o_.attention.scale));
         switch (o_.attention.scale) {
@@ -205,30 +209,24 @@ private:
         const Scale scale = o_.attention.scale;
         const char* divisor = scale == Scale::sqrt_dk ? "/√d_k" : scale == Scale::dk ? "/d_k" : "";
         std::string f = std::string("O = softmax(Q·Kᵀ") + divisor + (o_.attention.causal ? " + M" : "") + ")·V";
-        if (o_.attention.causal)
-            f += std::string("   ").append(tr(l_, "(M_ij = −∞ for j > i, else 0)", "（j > i 时 M_ij = −∞，否则为 0）"));
-        if (scale != Scale::sqrt_dk)
-            f += std::string("   ").append(
-                tr(l_, "(the lesson divides by √d_k; this run does not)", "（课程中除以 √d_k；本次运行没有）"));
+        if (o_.attention.causal) f += "   " + say(Label::mask_formula);
+        if (scale != Scale::sqrt_dk) f += "   " + say(Label::lesson_divides);
         return f;
     }
 
     void header() {
         const char* comma = comma_;
-        out_ << tr(l_, "Single-head scaled dot-product attention, one step at a time", "单头缩放点积注意力，逐步计算")
-             << "\n\n  " << tr(l_, "The whole chain in one line", "整条计算链写成一行") << colon_ << formula() << "\n  "
-             << tr(l_, "Sentence", "句子") << colon_ << "[";
+        out_ << say(Label::walk_title) << "\n\n  " << say(Label::whole_chain) << colon_ << formula() << "\n  "
+             << say(Label::sentence) << colon_ << "[";
         for (std::size_t i = 0; i < n(); ++i) out_ << (i ? comma : "") << tokens_[i];
-        out_ << "]\n  " << tr(l_, "Settings", "设置") << colon_ << "n = " << n() << comma
-             << "d_model = " << trace_.X.cols() << comma << "d_k = " << trace_.Q.cols() << comma
-             << "d_v = " << trace_.V.cols() << comma << "S" << scale_text() << comma
-             << (o_.attention.causal ? tr(l_, "causal mask", "因果掩码") : tr(l_, "no mask", "无掩码")) << comma
-             << tr(l_, "backend", "后端") << " " << to_string(o_.attention.backend) << "\n  " << say_("indices")
-             << "\n";
+        out_ << "]\n  " << say(Label::settings) << colon_ << "n = " << n() << comma << "d_model = " << t_.X.cols()
+             << comma << "d_k = " << t_.Q.cols() << comma << "d_v = " << t_.V.cols() << comma << "S" << scale_text()
+             << comma << say(o_.attention.causal ? Label::causal_mask : Label::no_mask) << comma << say(Label::backend)
+             << " " << to_string(o_.attention.backend) << "\n  " << say(Sentence::indices) << "\n";
     }
 
     void shapes() {
-        const std::size_t dm = trace_.X.cols(), dk = trace_.Q.cols(), dv = trace_.V.cols();
+        const std::size_t dm = t_.X.cols(), dk = t_.Q.cols(), dv = t_.V.cols();
         const std::vector<std::array<std::string, 3>> rows = {
             {"X", "n×d_model", shape_string(n(), dm)},
             {"W_Q, W_K", "d_model×d_k", shape_string(dm, dk)},
@@ -239,137 +237,117 @@ private:
             {"α = softmax(S')", "n×n", shape_string(n(), n())},
             {"O = α·V", "n×d_v", shape_string(n(), dv)},
         };
-        out_ << "\n" << tr(l_, "Shapes", "形状") << "\n";
+        out_ << "\n" << say(Label::shapes) << "\n";
         for (const auto& r : rows) out_ << "  " << pad_right(r[0], 17) << pad_right(r[1], 13) << r[2] << "\n";
-        out_ << "  "
-             << tr(l_, "S and α are n×n whatever d_k is: that square is where attention's O(n²) cost comes from.",
-                   "无论 d_k 多大，S 和 α 都是 n×n：注意力 O(n²) 的开销正来自这个方阵。")
-             << "\n";
+        out_ << "  " << say(Label::shapes_note) << "\n";
     }
 
     void step1() {
-        heading(say_("title.1") + " (" + shape_string(trace_.X) + ")", say_("note.1"));
-        out_ << labelled(trace_.X);
+        heading(say(Sentence::title_1) + " (" + shape_string(t_.X) + ")", say(Sentence::note_1));
+        out_ << labelled(t_.X);
     }
 
     void step2() {
-        heading(say_("title.2"), say_("note.2"));
-        out_ << "  " << tr(l_, "Weights", "权重") << colon_ << say_("weights") << "\n";
-        const SingleHeadAttention layer = worked_example::layer();
-        for (const auto& [name, w] : {std::pair{"W_Q", &layer.W_Q()}, {"W_K", &layer.W_K()}, {"W_V", &layer.W_V()}})
+        heading(say(Sentence::title_2), say(Sentence::note_2));
+        out_ << "  " << say(Label::weights) << colon_ << say(Sentence::weights) << "\n";
+        for (const auto& [name, w] : {std::pair{"W_Q", &w_.W_Q}, {"W_K", &w_.W_K}, {"W_V", &w_.W_V}})
             out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
-        for (const auto& [name, m] : {std::pair{"Q", &trace_.Q}, {"K", &trace_.K}, {"V", &trace_.V}})
+        for (const auto& [name, m] : {std::pair{"Q", &t_.Q}, {"K", &t_.K}, {"V", &t_.V}})
             out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
-        out_ << "\n  " << expanded_ << colon_ << "Q" << sub(1) << sub(1) << " = x" << sub(1) << "·" << tr(l_, "(", "（")
-             << say_("column1") << tr(l_, ")", "）") << " = " << products(trace_.X.row(0), column(layer.W_Q(), 0))
-             << " = " << num(trace_.Q(0, 0)) << "\n";
+        out_ << "\n  " << expanded() << "Q" << sub(1) << sub(1) << " = x" << sub(1) << "·" << tr(l_, "(", "（")
+             << say(Sentence::column1) << tr(l_, ")", "）") << " = " << products(w_.q_entry) << "\n";
     }
 
     void step3() {
-        heading(say_("title.3") + " (" + shape_string(trace_.S) + ")", say_("note.3"));
-        out_ << labelled(trace_.S, true);
-        const std::size_t j = std::min<std::size_t>(1, n() - 1);
-        out_ << "\n  " << expanded_ << colon_ << "S" << sub(1) << sub(j + 1) << " = q" << sub(1) << "·k" << sub(j + 1)
-             << " = " << products(trace_.Q.row(0), trace_.K.row(j)) << " = " << num(trace_.S(0, j)) << "\n";
+        heading(say(Sentence::title_3) + " (" + shape_string(t_.S) + ")", say(Sentence::note_3));
+        out_ << labelled(t_.S, true);
+        const std::size_t j = w_.column + 1;
+        out_ << "\n  " << expanded() << "S" << sub(1) << sub(j) << " = q" << sub(1) << "·k" << sub(j) << " = "
+             << products(w_.s_entry) << "\n";
     }
 
-    // Step 3's remark, with Q·K computed by the library beside S: the entry S₁₂ holds is something else in Q·K.
-    // (The lesson's example has n = d_k, so Q·K is defined; the pages' editable example, where it may
-    // not be, takes the sentence "transpose_refused" instead.)
+    // Step 3's remark, Q·K beside S: the entry S₁ⱼ holds is something else in Q·K. (The lesson's
+    // example has n = d_k, so Q·K is defined; where it is not, the pages say "transpose_refused".)
     void transpose_remark() {
-        out_ << "\n  " << say_("transpose") << " " << say_("transpose_note") << tr(l_, " ", "")
-             << say_("transpose_square") << "\n";
-        const Matrix QK = experiments::scores_without_transpose(trace_.Q, trace_.K);
-        out_ << "  Q·K (" << shape_string(QK) << ", n = d_k = " << n() << ")\n" << plain(QK);
-        out_ << "  (Q·K)" << sub(1) << sub(2) << " = " << products(trace_.Q.row(0), column(trace_.K, 1)) << " = "
-             << num(QK(0, 1)) << semicolon_ << say_("same_in_S") << colon_ << "S" << sub(1) << sub(2) << " = "
-             << num(trace_.S(0, 1)) << "\n";
+        out_ << "\n  " << say(Sentence::transpose) << " " << say(Sentence::transpose_note) << tr(l_, " ", "")
+             << say(Sentence::transpose_square) << "\n";
+        if (!w_.Q_times_K) return;
+        const std::size_t j = w_.column + 1;
+        out_ << "  Q·K (" << shape_string(*w_.Q_times_K) << ", n = d_k = " << n() << ")\n" << plain(*w_.Q_times_K);
+        out_ << "  (Q·K)" << sub(1) << sub(j) << " = " << products(*w_.qk_entry) << semicolon_
+             << say(Sentence::same_in_S) << colon_ << "S" << sub(1) << sub(j) << " = " << num(w_.s_entry.value) << "\n";
     }
 
     // The cosines beside S, then S from other weights: which token each row favours is made by W_Q and W_K.
     void confusion1() {
-        heading(say_("confusion1"), say_("confusion1_note"));
-        const Matrix cosines = experiments::cosines(trace_.Q, trace_.K);
-        out_ << "  " << say_("cosines") << "\n" << labelled(cosines, true);
-        const std::size_t j = std::min<std::size_t>(1, n() - 1);
+        heading(say(Sentence::confusion1), say(Sentence::confusion1_note));
+        out_ << "  " << say(Sentence::cosines) << "\n" << labelled(w_.cosines, true);
+        const std::size_t j = w_.column;
         out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
-             << sub(j + 1) << " = " << num(float(norm(trace_.Q.row(0)))) << " × " << num(float(norm(trace_.K.row(j))))
-             << " × " << num(cosines(0, j)) << " = " << num(trace_.S(0, j)) << "\n";
-        const SingleHeadAttention layer = worked_example::layer();
-        const Matrix other = experiments::scores_with_weights(trace_.X, layer.W_Q(), layer.W_Q());
-        out_ << "\n  " << say_("other_keys") << "\n"
-             << labelled(other, true) << "  " << say_("row_largest") << colon_ << largest_per_row(other) << semicolon_
-             << say_("with_example_keys") << colon_ << largest_per_row(trace_.S) << "\n";
+             << sub(j + 1) << " = " << num(w_.q_norm) << " × " << num(w_.k_norm) << " × " << num(w_.cosines(0, j))
+             << " = " << num(w_.s_entry.value) << "\n";
+        out_ << "\n  " << say(Sentence::other_keys) << "\n"
+             << labelled(w_.S_with_W_K_as_W_Q, true) << "  " << say(Sentence::row_largest) << colon_
+             << largest_per_row(w_.largest_with_W_K_as_W_Q) << semicolon_ << say(Sentence::with_example_keys) << colon_
+             << largest_per_row(w_.largest_in_S) << "\n";
     }
 
     // "猫 → 地毯, 坐 → 地毯, …": the token whose key each row's query scores highest.
-    std::string largest_per_row(const Matrix& S) const {
+    std::string largest_per_row(const std::vector<std::size_t>& best) const {
         std::string s;
-        for (std::size_t i = 0; i < S.rows(); ++i)
-            s += (i ? comma_ : "") + tokens_[i] + " → " + tokens_[experiments::row_argmax(S.row(i))];
+        for (std::size_t i = 0; i < best.size(); ++i) s += (i ? comma_ : "") + tokens_[i] + " → " + tokens_[best[i]];
         return s;
     }
 
-    static std::vector<float> column(const Matrix& m, std::size_t j) {
-        std::vector<float> c;
-        for (std::size_t p = 0; p < m.rows(); ++p) c.push_back(m(p, j));
-        return c;
-    }
-
     void step4() {
-        heading(say_("title.4") + " S' = S" + scale_text(), say_("note.4"));
-        out_ << labelled(trace_.S_scaled, true);
+        heading(say(Sentence::title_4) + " S' = S" + scale_text(), say(lesson::scaling_note(o_.attention.scale)));
+        out_ << labelled(t_.S_scaled, true);
         if (!o_.attention.causal) return;
-        heading(say_("title.mask"), say_("note.mask"));
-        out_ << labelled(trace_.S_masked, true);
+        heading(say(Sentence::title_mask), say(Sentence::note_mask));
+        out_ << labelled(t_.S_masked, true);
     }
 
     void step5() {
-        heading(say_("title.5") + " (" + shape_string(trace_.weights) + ")", say_("note.5"));
-        out_ << labelled(trace_.weights, true);
-        // Under the causal mask row 1 sees only itself, so write out the last row, which sees every token.
-        const std::size_t r = o_.attention.causal ? n() - 1 : 0;
-        const auto w =
-            experiments::softmax_written_out((o_.attention.causal ? trace_.S_masked : trace_.S_scaled).row(r));
-        const float m = w.max, sum = w.sum;
-        const Matrix e = as_row(w.exponentials);
-        out_ << "\n  " << expanded_ << colon_ << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
-             << "    " << say_("row_max") << colon_ << "m = " << num(m) << "\n"
-             << "    e^(S' − m) =" << plain(e, " ") << "    " << say_("sum") << " = " << num(sum) << semicolon_ << "α"
-             << sub(r + 1) << " = e^(S' − m) / " << num(sum) << " =" << plain(as_row(trace_.weights.row(r)), " ");
-        out_ << "\n  " << say_("row_sums") << colon_ << sums(trace_.weights, false) << "\n";
+        heading(say(Sentence::title_5) + " (" + shape_string(t_.weights) + ")", say(Sentence::note_5));
+        out_ << labelled(t_.weights, true);
+        const std::size_t r = w_.softmax_row.row;
+        const auto& w = w_.softmax_row.written_out;
+        out_ << "\n  " << expanded() << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
+             << "    " << say(Sentence::row_max) << colon_ << "m = " << num(w.max) << "\n"
+             << "    e^(S' − m) =" << plain(as_row(w.exponentials), " ") << "    " << say(Sentence::sum) << " = "
+             << num(w.sum) << semicolon_ << "α" << sub(r + 1) << " = e^(S' − m) / " << num(w.sum) << " ="
+             << plain(as_row(t_.weights.row(r)), " ");
+        out_ << "\n  " << say(Sentence::row_sums) << colon_ << sums(w_.weights_row_sums) << "\n";
         if (color_) heat_map();
     }
 
-    // The softmax taken down the columns of the same S', by the library: its column and row sums.
+    // The softmax taken down the columns of the same S': its column and row sums.
     void confusion2() {
-        heading(say_("confusion2"), say_("confusion2_note"));
-        const Matrix by_column = experiments::softmax_columns(o_.attention.causal ? trace_.S_masked : trace_.S_scaled);
-        out_ << "  " << say_("by_column") << "\n"
-             << labelled(by_column, true) << "  " << say_("column_sums") << colon_ << sums(by_column, true) << "\n  "
-             << say_("row_sums_short") << colon_ << sums(by_column, false) << "\n";
+        heading(say(Sentence::confusion2), say(Sentence::confusion2_note));
+        out_ << "  " << say(Sentence::by_column) << "\n"
+             << labelled(w_.softmax_by_column, true) << "  " << say(Sentence::column_sums) << colon_
+             << sums(w_.by_column_column_sums) << "\n  " << say(Sentence::row_sums_short) << colon_
+             << sums(w_.by_column_row_sums) << "\n";
     }
 
-    // o_i written as the mix of values it is: row 1 (the last row under the causal mask, as in step 5).
+    // o_i written as the mix of values it is, for the row step 5 wrote out.
     void confusion3() {
-        heading(say_("confusion3"), say_("confusion3_note"));
-        const std::size_t r = o_.attention.causal ? n() - 1 : 0;
+        heading(say(Sentence::confusion3), say(Sentence::confusion3_note));
+        const std::size_t r = w_.softmax_row.row;
         out_ << "  o" << sub(r + 1) << " =";
-        for (std::size_t j = 0; j < n(); ++j)
-            out_ << (j ? " + " : " ") << num(trace_.weights(r, j)) << "·v" << sub(j + 1);
+        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " + " : " ") << num(t_.weights(r, j)) << "·v" << sub(j + 1);
         out_ << "\n";
     }
 
-    // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sum of each row (or column) of an n×n matrix, by token.
-    std::string sums(const Matrix& m, bool columns) const {
-        const std::vector<float> sums = columns ? experiments::column_sums(m) : experiments::row_sums(m);
+    // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sums of an n×n matrix's rows (or columns), by token.
+    std::string sums(const std::vector<float>& sums) const {
         std::string out;
-        for (std::size_t k = 0; k < n(); ++k) out += "  " + tokens_[k] + " " + num(sums[k]);
+        for (std::size_t k = 0; k < sums.size(); ++k) out += "  " + tokens_[k] + " " + num(sums[k]);
         return out;
     }
 
     void heat_map() {
-        out_ << "\n  " << say_("heat") << "\n";
+        out_ << "\n  " << say(Sentence::heat) << "\n";
         std::size_t w = 0;
         for (const auto& tok : tokens_) w = std::max(w, display_width(tok));
         out_ << "  " << std::string(w, ' ');
@@ -377,7 +355,7 @@ private:
         out_ << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
             out_ << "  " << pad_right(tokens_[i], w);
-            for (float a : trace_.weights.row(i)) {
+            for (float a : t_.weights.row(i)) {
                 const int shade = 255 - static_cast<int>(std::lround(a * 23.0f));  // 255 light … 232 dark
                 const int fg = shade > 243 ? 16 : 231;                             // black on light, white on dark
                 out_ << " \x1b[48;5;" << shade << "m\x1b[38;5;" << fg << "m" << pad_left(format_number(a, 2), 7)
@@ -388,66 +366,63 @@ private:
     }
 
     void step6() {
-        heading(say_("title.6") + " (" + shape_string(trace_.output) + ")", say_("note.6"));
-        out_ << labelled(trace_.output);
-        out_ << "\n  " << expanded_ << colon_ << "o" << sub(1) << " =";
+        heading(say(Sentence::title_6) + " (" + shape_string(t_.output) + ")", say(Sentence::note_6));
+        out_ << labelled(t_.output);
+        out_ << "\n  " << expanded() << "o" << sub(1) << " =";
         for (std::size_t j = 0; j < n(); ++j)
-            out_ << (j ? " +" : "") << " " << num(trace_.weights(0, j)) << "·v" << sub(j + 1);
+            out_ << (j ? " +" : "") << " " << num(t_.weights(0, j)) << "·v" << sub(j + 1);
         out_ << "\n";
     }
 
     void diagonal() {
-        out_ << "\n" << diagonal_question(l_) << "\n";
+        out_ << "\n" << say(Label::diagonal_question) << "\n";
         for (std::size_t i = 0; i < n(); ++i) {
-            const auto r = trace_.S.row(i);
-            const std::size_t best = experiments::row_argmax(r);
-            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = "
-                 << num(trace_.S(i, i));
-            if (best == i) out_ << "  " << tr(l_, "yes", "是") << "\n";
+            const std::size_t best = w_.largest_in_S[i];
+            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(t_.S(i, i))
+                 << "  ";
+            if (best == i) out_ << say(Label::diagonal_yes) << "\n";
             else
-                out_ << "  " << tr(l_, "no, the row's largest score is with", "否，该行最大的分数属于") << " "
-                     << tokens_[best] << tr(l_, " (", "（") << "S" << sub(i + 1) << sub(best + 1) << " = "
-                     << num(trace_.S(i, best)) << tr(l_, ")", "）") << "\n";
+                out_ << say(Label::diagonal_no, {tokens_[best]}) << tr(l_, " (", "（") << "S" << sub(i + 1)
+                     << sub(best + 1) << " = " << num(t_.S(i, best)) << tr(l_, ")", "）") << "\n";
         }
     }
 
     // Exercise 5 for row 1; under the causal mask row 1 sees only itself (o₁ = v₁), so the last row,
     // which sees every token, is shown too.
     void exercise5() {
-        heading(say_("exercise5"), say_("exercise5_note"));
-        output_against_value(0);
-        if (!o_.attention.causal) return;
-        out_ << "\n  " << say_("exercise5_causal") << "\n";
-        output_against_value(n() - 1);
+        heading(say(Sentence::exercise5), say(Sentence::exercise5_note));
+        for (std::size_t k = 0; k < w_.exercise5.size(); ++k) {
+            if (k) out_ << "\n  " << say(Sentence::exercise5_causal) << "\n";
+            output_against_value(w_.exercise5[k]);
+        }
     }
 
-    void output_against_value(std::size_t row) {
-        const experiments::OutputAgainstValue table = experiments::output_against_value(trace_, row);
-        Matrix rows(3, table.rows.cols());  // o_i, v_i, o_i − v_i (exercise 5 adds the decomposition)
-        std::copy(table.rows.data(), table.rows.data() + rows.size(), rows.data());
+    void output_against_value(const lesson::OutputAgainstValue& e) {
+        Matrix rows(3, e.table.rows.cols());  // o_i, v_i, o_i − v_i (exercise 5 adds the decomposition)
+        std::copy(e.table.rows.data(), e.table.rows.data() + rows.size(), rows.data());
         PrintOptions p;
         p.precision = o_.precision;
-        const std::string o = std::string("o") + sub(row + 1), v = std::string("v") + sub(row + 1);
+        const std::string o = std::string("o") + sub(e.row + 1), v = std::string("v") + sub(e.row + 1);
         p.row_labels = {o, v, o + " − " + v};
-        out_ << format_matrix(rows, p) << "  ‖" << o << " − " << v << "‖ = " << num(static_cast<float>(table.distance))
-             << say_("length") << "\n";
+        out_ << format_matrix(rows, p) << "  ‖" << o << " − " << v
+             << "‖ = " << num(static_cast<float>(e.table.distance)) << say(Sentence::length) << "\n";
     }
 
     void summary() {
         out_ << "\n"
-             << tr(l_, "How the shapes flowed", "各步的形状") << "\n  X (" << shape_string(trace_.X) << ") → Q ("
-             << shape_string(trace_.Q) << "), K (" << shape_string(trace_.K) << "), V (" << shape_string(trace_.V)
-             << ") → S (" << shape_string(trace_.S) << ") → S' (" << shape_string(trace_.S_scaled) << ") → α ("
-             << shape_string(trace_.weights) << ") → O (" << shape_string(trace_.output) << ")\n";
+             << say(Label::shapes_flowed) << "\n  X (" << shape_string(t_.X) << ") → Q (" << shape_string(t_.Q)
+             << "), K (" << shape_string(t_.K) << "), V (" << shape_string(t_.V) << ") → S (" << shape_string(t_.S)
+             << ") → S' (" << shape_string(t_.S_scaled) << ") → α (" << shape_string(t_.weights) << ") → O ("
+             << shape_string(t_.output) << ")\n";
     }
 
-    // d_k = d_model / h for the original Transformer, computed by the library's head_width.
     void confusion4() {
-        heading(say_("confusion4"),
-                say_("confusion4_note", {std::to_string(trace_.Q.cols()), std::to_string(trace_.X.cols())}));
-        const std::size_t d_model = 512, heads = 8;
-        out_ << "  d_k = d_model / h = " << d_model << " / " << heads << " = "
-             << experiments::head_width(d_model, heads) << "\n  " << say_("heads_cost") << "\n";
+        const lesson::Heads& h = w_.heads;
+        heading(say(Sentence::confusion4),
+                say(Sentence::confusion4_note, {std::to_string(t_.Q.cols()), std::to_string(t_.X.cols()),
+                                                std::to_string(h.d_model), std::to_string(h.h)}));
+        out_ << "  d_k = d_model / h = " << h.d_model << " / " << h.h << " = " << h.d_k << "\n  "
+             << say(Sentence::heads_cost) << "\n";
     }
 };
 
@@ -498,16 +473,18 @@ Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及�
 )");
         return 0;
     }
+    const lesson::ForwardWalk walk = lesson::worked_example_walk(o.attention);
+    const std::vector<std::string> tokens = example_tokens(o.lang);
     if (o.json) {
-        const auto tokens = example_tokens(o.lang);
-        const WalkText text(o.lang, o.attention.scale);
-        std::cout << walk_json(worked_example::layer(), worked_example::trace(o.attention), o.attention, tokens, &text,
-                               o.grad ? backward_walk_json(o.attention) : "");
+        const std::optional<lesson::BackwardWalk> backward =
+            o.grad ? std::optional(lesson::backward_walk(o.attention)) : std::nullopt;
+        std::cout << lesson::walk_json(walk, tokens, o.lang, backward ? &*backward : nullptr);
         return 0;
     }
-    std::cout << Walk(o, use_color(o.color)).render();
-    if (o.grad) std::cout << backward_walk_text(o.lang, o.attention, o.precision, example_tokens(o.lang));
-    if (o.dtype == Dtype::bf16) std::cout << bf16_walk_text(o.lang, o.attention, o.precision, example_tokens(o.lang));
+    std::cout << Walk(o, walk, use_color(o.color)).render();
+    if (o.grad) std::cout << backward_walk_text(o.lang, lesson::backward_walk(o.attention), o.precision, tokens);
+    if (o.dtype == Dtype::bf16)
+        std::cout << bf16_walk_text(o.lang, lesson::bf16_walk(o.attention), o.precision, tokens);
     return 0;
 }
 

@@ -20,11 +20,8 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/worked_example.hpp"
-#include "cli/text.hpp"
-#include "cli/walk_grad.hpp"
-#include "cli/walk_json.hpp"
-#include "cli/walk_text.hpp"
+#include "lesson/json.hpp"
+#include "lesson/walk.hpp"
 
 namespace py = pybind11;
 
@@ -69,9 +66,9 @@ attn::Dtype dtype_named(const std::string& name) {
     throw py::value_error("dtype must be f32 or bf16, got '" + name + "'");
 }
 
-attn::cli::Lang lang_named(const std::string& name) {
-    if (name == "en") return attn::cli::Lang::en;
-    if (name == "zh") return attn::cli::Lang::zh;
+attn::lesson::Lang lang_named(const std::string& name) {
+    if (name == "en") return attn::lesson::Lang::en;
+    if (name == "zh") return attn::lesson::Lang::zh;
     throw py::value_error("lang must be en or zh, got '" + name + "'");
 }
 
@@ -174,17 +171,18 @@ py::dict layer_backward(const attn::SingleHeadAttention& layer, const FloatArray
     return g;
 }
 
+py::object parsed(const std::string& json) { return py::module_::import("json").attr("loads")(json); }
+
 // What `attn walk --format json [--grad]` prints, parsed: the same function writes both.
 py::object walk(const std::string& lang, const std::string& scale, bool causal, bool grad) {
-    const attn::cli::Lang l = lang_named(lang);
+    const attn::lesson::Lang l = lang_named(lang);
     attn::AttentionOptions options;
     options.scale = scale_named(scale);
     options.causal = causal;
-    const attn::cli::WalkText text(l, options.scale);
-    const std::string json =
-        attn::cli::walk_json(attn::worked_example::layer(), attn::worked_example::trace(options), options,
-                             attn::cli::example_tokens(l), &text, grad ? attn::cli::backward_walk_json(options) : "");
-    return py::module_::import("json").attr("loads")(json);
+    const std::optional<attn::lesson::BackwardWalk> backward =
+        grad ? std::optional(attn::lesson::backward_walk(options)) : std::nullopt;
+    return parsed(attn::lesson::walk_json(attn::lesson::worked_example_walk(options), attn::lesson::example_tokens(l),
+                                          l, backward ? &*backward : nullptr));
 }
 
 py::dict build_info() {
@@ -236,6 +234,9 @@ PYBIND11_MODULE(attention_cpp, m) {
     m.def("walk", &walk, py::kw_only(), "lang"_a = "en", "scale"_a = "sqrt", "causal"_a = false, "grad"_a = false,
           "The worked example's every intermediate as a dict: what `attn walk --format json` prints "
           "(with grad=True, `attn walk --grad --format json`).");
+    m.def(
+        "learn_defaults", [] { return parsed(attn::lesson::learn_defaults_json()); },
+        "attn learn's defaults as a dict: task, steps, lr (Adam's step size) and seed.");
     m.def(
         "_read_address", [](const FloatArray& A) { return std::uintptr_t(borrowed(A, "A").data()); }, "A"_a,
         "For the tests: the address at which the library reads A (A's own buffer when it is a C-contiguous "

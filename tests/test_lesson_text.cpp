@@ -401,11 +401,12 @@ TEST_CASE("the pages' sentences are the walk's own: printed by it, formulas mark
                         words.erase(at, prose.size());
                 for (const char* piece : {"_", "·", "ᵀ", "√", "Σ", "‖", "∞", "²", "₁", "θ"})
                     CHECK(words.find(piece) == std::string::npos);
-                // The terminal says it too (the lesson's n = d_k = 3 and d_model = 4 filled in; the heat
-                // map's caption needs colours on). Only the sentence for n ≠ d_k, which the pages' editable
-                // example needs, is never reached by the lesson's example.
+                // The terminal says it too (the lesson's d_k = 3 and d_model = 4, then confusion 4's
+                // d_model = 512 and h = 8 filled in; the heat map's caption needs colours on). Only the
+                // sentence for n ≠ d_k, which the pages' editable example needs, is never reached by the
+                // lesson's example.
                 if (key == "transpose_refused") continue;
-                CHECK_THAT(text.out, Contains(as_printed(sentence, {"3", "4"})));
+                CHECK_THAT(text.out, Contains(as_printed(sentence, {"3", "4", "512", "8"})));
             }
         }
     }
@@ -431,7 +432,7 @@ TEST_CASE("walk: step 4 gives the scaling's main reason, step 5 the softmax in w
             INFO(phrase);
             CHECK_THAT(at4, Contains(phrase));
         }
-        CHECK_THAT(at5, Contains(zh ? "每一行取指数后除以该行之和"
+        CHECK_THAT(at5, Contains(zh ? "每个分数取指数，再除以该行所有指数之和"
                                     : "each entry is exponentiated and divided by its row's sum"));
         CHECK_THAT(r.out, !Contains("made positive"));
     }

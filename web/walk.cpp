@@ -1,7 +1,7 @@
-// cli/wasm_walk.cpp — `attn walk --format json` as one WebAssembly call, for the pages' live worked
+// web/walk.cpp — `attn walk --format json` as one WebAssembly call, for the pages' live worked
 // example (built by cross/wasm32-emscripten.ini; docs/lesson-03.md): the page passes X, W_Q, W_K and
 // W_V as CSV text, the scale and the mask, and gets back the JSON the pages are drawn from, computed
-// by the same chain (attention/, naive backend) as `attn walk`. Bad input gets what it gets from
+// and written by lesson/ (naive backend) as for `attn walk`. Bad input gets what it gets from
 // `attn run`: the CSV reader's or the library's message, here as {"error": "…"}, and for a refused
 // value also {"cell": {"matrix", "row", "column", "problem", "text"}}, so that the page marks the
 // cell and words the problem in its own language without reading the message.
@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "cli/walk_json.hpp"
 #include "io/io.hpp"
+#include "lesson/json.hpp"
+#include "lesson/walk.hpp"
 
-namespace attn::cli {
+namespace attn::web {
+
+using lesson::json_string;
 
 namespace {
 
@@ -42,7 +45,7 @@ std::string walk(const std::string& x, const std::string& w_q, const std::string
                                        .backend = Backend::naive};
         std::vector<std::string> labels = lines(tokens);
         labels.resize(X.rows());
-        return walk_json(layer, trace_forward(layer, X, options), options, labels);
+        return lesson::walk_json(lesson::forward_walk(layer, X, options), labels);
     } catch (const CellError& e) {  // where the refused value is and what is wrong with it, for the page
         return "{\"error\": " + json_string(e.what()) + ", \"cell\": {\"matrix\": " + json_string(e.file) +
                ", \"row\": " + std::to_string(e.row) + ", \"column\": " + std::to_string(e.column) +
@@ -53,6 +56,6 @@ std::string walk(const std::string& x, const std::string& w_q, const std::string
     }
 }
 
-}  // namespace attn::cli
+}  // namespace attn::web
 
-EMSCRIPTEN_BINDINGS(attention_cpp) { emscripten::function("walk", &attn::cli::walk); }
+EMSCRIPTEN_BINDINGS(attention_cpp) { emscripten::function("walk", &attn::web::walk); }

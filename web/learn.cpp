@@ -1,7 +1,7 @@
-// cli/wasm_learn.cpp — `attn learn` a step at a time, for the pages' live worked example: the page
+// web/learn.cpp — `attn learn` a step at a time, for the pages' live worked example: the page
 // makes a Learner (the task, the seed and Adam's step size, as `attn learn --task --seed --lr`), asks
 // it for a few steps between redraws, and draws the chain for the weights it is handed back with
-// walk() (cli/wasm_walk.cpp). Training is attention/learn.cpp's Trainer, the one `attn learn` runs: for
+// walk() (web/walk.cpp). Training is attention/learn.cpp's Trainer, the one `attn learn` runs: for
 // the same seed the page reaches the same weights, up to the last bits of each libm's exp.
 #include <emscripten/bind.h>
 
@@ -11,9 +11,12 @@
 #include <string>
 
 #include "attention/learn.hpp"
-#include "cli/walk_json.hpp"
+#include "lesson/json.hpp"
 
-namespace attn::cli {
+namespace attn::web {
+
+using lesson::json_number;
+using lesson::json_string;
 
 namespace {
 
@@ -28,16 +31,6 @@ std::string csv(const Matrix& m) {
         }
     return out.str();
 }
-
-std::string json_number(double x) {
-    char number[32];
-    std::snprintf(number, sizeof number, "%.9g", x);
-    return number;
-}
-
-}  // namespace
-
-namespace {
 
 learn::Task task_named(const std::string& name) {
     if (name == "sentence") return learn::Task::sentence;
@@ -74,9 +67,11 @@ private:
     learn::Trainer trainer_;
 };
 
-}  // namespace attn::cli
+}  // namespace attn::web
 
 EMSCRIPTEN_BINDINGS(attention_cpp_learn) {
-    emscripten::class_<attn::cli::Learner>("Learner").constructor<const std::string&, unsigned, float>().function(
-        "step", &attn::cli::Learner::step);
+    emscripten::class_<attn::web::Learner>("Learner").constructor<const std::string&, unsigned, float>().function(
+        "step", &attn::web::Learner::step);
+    // `attn learn`'s defaults, {"task", "steps", "lr", "seed"}, for the page's controls.
+    emscripten::function("learnDefaults", &attn::lesson::learn_defaults_json);
 }

@@ -1,0 +1,183 @@
+// lesson/json.cpp — the lesson as JSON: every intermediate and demo at full precision, for the pages.
+#include "lesson/json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "attention/learn.hpp"
+
+namespace attn::lesson {
+
+// The tokens may be a reader's own (the pages' editable example): quotes, backslashes and control
+// characters are escaped, everything else (UTF-8 included) is kept as it is.
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+            out += escaped;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_number(double v) {
+    if (std::isinf(v)) return v < 0 ? "\"-inf\"" : "\"inf\"";  // JSON has no word for either,
+    if (std::isnan(v)) return "\"nan\"";                       // nor for NaN: strings the pages show as such
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+std::string json_matrix(const Matrix& m) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        out += i ? ",\n    [" : "\n    [";
+        for (std::size_t j = 0; j < m.cols(); ++j) out += (j ? ", " : "") + json_number(m(i, j));
+        out += "]";
+    }
+    return out + "]";
+}
+
+namespace {
+
+std::string vector(std::span<const float> v) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + json_number(v[k]);
+    return out + "]";
+}
+
+std::string indices(const std::vector<std::size_t>& v) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + std::to_string(v[k]);
+    return out + "]";
+}
+
+// The shortest decimal that reads back as the same float: 0.05f is 0.05, not 0.0500000007.
+std::string shortest(float v) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
+        if (std::strtof(buf, nullptr) == v) break;
+    }
+    return buf;
+}
+
+void settings(std::ostringstream& out, const ForwardWalk& w, const std::vector<std::string>& tokens) {
+    const AttentionTrace& t = w.trace;
+    out << "{\n  \"scale\": " << json_string(to_string(w.options.scale))
+        << ",\n  \"scale_factor\": " << json_number(scale_factor(w.options.scale, t.Q.cols()))
+        << ",\n  \"causal\": " << (w.options.causal ? "true" : "false")
+        << ",\n  \"backend\": " << json_string(to_string(w.options.backend)) << ",\n  \"tokens\": [";
+    for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << json_string(tokens[i]);
+    out << "],\n  \"n\": " << t.X.rows() << ", \"d_model\": " << t.X.cols() << ", \"d_k\": " << t.Q.cols()
+        << ", \"d_v\": " << t.V.cols();
+}
+
+void matrices(std::ostringstream& out, const ForwardWalk& w) {
+    const AttentionTrace& t = w.trace;
+    const std::pair<const char*, const Matrix*> steps[] = {{"X", &t.X},
+                                                           {"W_Q", &w.W_Q},
+                                                           {"W_K", &w.W_K},
+                                                           {"W_V", &w.W_V},
+                                                           {"Q", &t.Q},
+                                                           {"K", &t.K},
+                                                           {"V", &t.V},
+                                                           {"S", &t.S},
+                                                           {"S_scaled", &t.S_scaled},
+                                                           {"softmax_input", &w.softmax_input},
+                                                           {"weights", &t.weights},
+                                                           {"output", &t.output}};
+    for (const auto& [name, m] : steps) out << ",\n  " << json_string(name) << ": " << json_matrix(*m);
+}
+
+void demos(std::ostringstream& out, const ForwardWalk& w) {
+    out << ",\n  \"Q_times_K\": " << (w.Q_times_K ? json_matrix(*w.Q_times_K) : "null")
+        << ",\n  \"cosines\": " << json_matrix(w.cosines)
+        << ",\n  \"S_with_W_K_as_W_Q\": " << json_matrix(w.S_with_W_K_as_W_Q)
+        << ",\n  \"softmax_by_column\": " << json_matrix(w.softmax_by_column)
+        << ",\n  \"weights_row_sums\": " << vector(w.weights_row_sums)
+        << ",\n  \"by_column_sums\": {\"columns\": " << vector(w.by_column_column_sums)
+        << ", \"rows\": " << vector(w.by_column_row_sums) << "}";
+    const experiments::SoftmaxWrittenOut& s = w.softmax_row.written_out;
+    out << ",\n  \"softmax_row\": {\"row\": " << w.softmax_row.row << ", \"max\": " << json_number(s.max)
+        << ", \"exponentials\": " << vector(s.exponentials) << ", \"sum\": " << json_number(s.sum) << "}"
+        << ",\n  \"exercise5\": [";
+    for (std::size_t k = 0; k < w.exercise5.size(); ++k) {
+        const OutputAgainstValue& e = w.exercise5[k];
+        out << (k ? ", " : "") << "{\"row\": " << e.row << ", \"o\": " << vector(e.table.rows.row(0))
+            << ", \"v\": " << vector(e.table.rows.row(1)) << ", \"difference\": " << vector(e.table.rows.row(2))
+            << ", \"length\": " << json_number(float(e.table.distance)) << "}";
+    }
+    out << "]"
+        << ",\n  \"heads\": {\"d_model\": " << w.heads.d_model << ", \"h\": " << w.heads.h
+        << ", \"d_k\": " << w.heads.d_k << "}"
+        << ",\n  \"written_out\": {\"column\": " << w.column << ", \"q_norm\": " << json_number(w.q_norm)
+        << ", \"k_norm\": " << json_number(w.k_norm) << "}"
+        << ",\n  \"largest_per_row\": {\"S\": " << indices(w.largest_in_S)
+        << ", \"S_with_W_K_as_W_Q\": " << indices(w.largest_with_W_K_as_W_Q) << "}";
+}
+
+template <class Id>
+void sentences(std::ostringstream& out, Lang lang, const std::vector<Id>& ids, const char* indent) {
+    out << "{";
+    for (std::size_t k = 0; k < ids.size(); ++k)
+        out << (k ? ",\n" : "\n") << indent << json_string(key(ids[k])) << ": " << json_string(marked(lang, ids[k]));
+    out << "}";
+}
+
+void backward_json(std::ostringstream& out, const BackwardWalk& b, std::optional<Lang> text) {
+    out << ",\n  \"backward\": {\n    \"target\": " << json_matrix(b.target)
+        << ",\n    \"loss\": " << json_number(b.loss) << ",\n    \"dO\": " << json_matrix(b.gradients.dO);
+    const std::vector<Gradient> gradients = b.in_order();
+    for (const Gradient& g : gradients) out << ",\n    " << json_string(key(g.note)) << ": " << json_matrix(*g.value);
+    out << ",\n    \"step_size\": " << json_number(b.step_size)
+        << ",\n    \"loss_after_step\": " << json_number(b.loss_after_step) << ",\n    \"steps\": [";
+    for (std::size_t k = 0; k < gradients.size(); ++k)
+        out << (k ? ",\n      " : "\n      ") << "{\"marker\": " << json_string(gradients[k].marker)
+            << ", \"formula\": " << json_string(gradients[k].formula)
+            << ", \"name\": " << json_string(key(gradients[k].note)) << "}";
+    out << "]";
+    if (text) {
+        std::vector<Backward> all;
+        for (std::size_t k = 0; k < static_cast<std::size_t>(Backward::count); ++k)
+            all.push_back(static_cast<Backward>(k));
+        out << ",\n    \"text\": ";
+        sentences(out, *text, all, "      ");
+    }
+    out << "\n  }";
+}
+
+}  // namespace
+
+std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens, std::optional<Lang> text,
+                      const BackwardWalk* backward) {
+    std::ostringstream out;
+    settings(out, walk, tokens);
+    matrices(out, walk);
+    demos(out, walk);
+    if (text) {
+        out << ",\n  \"text\": ";
+        sentences(out, *text, said_under(walk.options.scale), "    ");
+    }
+    if (backward) backward_json(out, *backward, text);
+    out << "\n}\n";
+    return out.str();
+}
+
+std::string learn_defaults_json() {
+    const learn::Settings defaults{};
+    return "{\"task\": " + json_string(learn::to_string(learn::Task::sentence)) +
+           ", \"steps\": " + std::to_string(defaults.steps) + ", \"lr\": " + shortest(defaults.learning_rate) +
+           ", \"seed\": " + std::to_string(defaults.seed) + "}";
+}
+
+}  // namespace attn::lesson

@@ -1,0 +1,127 @@
+// lesson/sentences.hpp — every sentence the walk says, in English and Chinese, each named by an
+// identifier the compiler checks (lesson/sentences.cpp holds them; a sentence missing there, or out
+// of order, stops the build).
+//
+// A sentence keeps its formulas between $…$ marks: the terminal prints it without them, and the
+// JSON carries it with them, so the lesson pages set every marked piece as a formula. A {} stands
+// for a number the reader of the sentence fills in.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attention/options.hpp"
+#include "lesson/language.hpp"
+
+namespace attn::lesson {
+
+// The forward walk's sentences, which the pages show too: the JSON's "text", under key(id).
+enum class Sentence {
+    indices,
+    expanded,
+    title_1,
+    note_1,
+    title_2,
+    note_2,
+    weights,
+    column1,
+    title_3,
+    note_3,
+    transpose,
+    transpose_note,
+    transpose_square,
+    transpose_refused,
+    same_in_S,
+    confusion1,
+    confusion1_note,
+    cosines,
+    other_keys,
+    row_largest,
+    with_example_keys,
+    title_4,
+    note_4_sqrt_dk,
+    note_4_dk,
+    note_4_none,  // one of the three notes, by the scale (scaling_note)
+    title_mask,
+    note_mask,
+    title_5,
+    note_5,
+    row_max,
+    sum,
+    row_sums,
+    heat,
+    confusion2,
+    confusion2_note,
+    by_column,
+    column_sums,
+    row_sums_short,
+    title_6,
+    note_6,
+    confusion3,
+    confusion3_note,
+    exercise5,
+    exercise5_note,
+    exercise5_causal,
+    length,
+    confusion4,
+    confusion4_note,
+    heads_cost,
+    count
+};
+
+// What only the terminal says around them: its header, labels and exercise 2's answers.
+enum class Label {
+    walk_title,
+    whole_chain,
+    mask_formula,
+    lesson_divides,
+    sentence,
+    settings,
+    causal_mask,
+    no_mask,
+    backend,
+    shapes,
+    shapes_note,
+    weights,
+    diagonal_question,
+    diagonal_yes,
+    diagonal_no,
+    shapes_flowed,
+    count
+};
+
+// The backward walk's sentences: the JSON's "backward" → "text", under key(id).
+enum class Backward { title, intro, dV, d_weights, dS_prime, dS, dQ, dK, dW_Q, dW_K, dW_V, dX, mask, descent, count };
+
+// The bfloat16 walk's sentences (text only).
+enum class Bf16 { title, note, rounded, changed, count };
+
+// The sentence in `lang`, with its marks and {} places.
+const char* marked(Lang lang, Sentence id);
+const char* marked(Lang lang, Label id);
+const char* marked(Lang lang, Backward id);
+const char* marked(Lang lang, Bf16 id);
+
+// Its name in the JSON.
+const char* key(Sentence id);
+const char* key(Backward id);
+
+// A marked sentence as the terminal prints it: the $ marks dropped, each {} replaced by the next of
+// `values`.
+std::string printed(std::string_view marked, std::initializer_list<std::string> values = {});
+
+template <class Id>
+std::string say(Lang lang, Id id, std::initializer_list<std::string> values = {}) {
+    return printed(marked(lang, id), values);
+}
+
+// Step 4's note: what `scale` does to the variance.
+Sentence scaling_note(Scale scale);
+
+// The forward walk's sentences under `scale`, in the order the walk says them: every Sentence but
+// the step-4 notes of the other two scales.
+std::vector<Sentence> said_under(Scale scale);
+
+}  // namespace attn::lesson
