@@ -11,6 +11,7 @@
 #include "attention/attention.hpp"
 #include "attention/experiments.hpp"
 #include "attention/worked_example.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "run_attn.hpp"
 #include "walk_output.hpp"
@@ -438,4 +439,50 @@ TEST_CASE("walk: step 4 gives the scaling's main reason, step 5 the softmax in w
     }
     // under the other scales, the same consequence is what their notes point at
     CHECK_THAT(run_attn("walk --scale none").out, Contains("attn exercise 1"));
+}
+
+// What the pages draw is decided once, in lesson/: which row step 5 writes out, and where each row's
+// largest score is (confusion 1 and exercise 2), from the library's numbers.
+TEST_CASE("walk --format json says which row is written out and which cells hold each row's largest score",
+          "[cli][walk][lesson]") {
+    for (const bool causal : {false, true}) {
+        INFO((causal ? "causal" : "no mask"));
+        const RunResult r = run_attn(std::string("walk --format json") + (causal ? " --causal" : ""));
+        REQUIRE(r.status == 0);
+        const attn::AttentionTrace tr = attn::worked_example::trace({.causal = causal});
+        CHECK_THAT(r.out, Contains(std::string("\"softmax_row\": {\"row\": ") + (causal ? "2" : "0") + ", "));
+        const attn::Matrix tied =
+            ex::scores_with_weights(tr.X, attn::worked_example::W_Q(), attn::worked_example::W_Q());
+        const auto argmax = [](const attn::Matrix& S) {
+            std::string out;
+            for (std::size_t i = 0; i < S.rows(); ++i)
+                out += (i ? ", " : "") + std::to_string(ex::row_argmax(S.row(i)));
+            return out;
+        };
+        CHECK_THAT(r.out, Contains("\"largest_per_row\": {\"S\": [" + argmax(tr.S) + "], \"S_with_W_K_as_W_Q\": [" +
+                                   argmax(tied) + "]}"));
+        CHECK_THAT(r.out,
+                   Contains("\"written_out\": {\"column\": 1, \"q_norm\": " + number(float(attn::norm(tr.Q.row(0)))) +
+                            ", \"k_norm\": " + number(float(attn::norm(tr.K.row(1)))) + "}"));
+    }
+}
+
+// The backward walk's sentences travel with its numbers: every gradient's note, under the gradient's
+// own name, and the terminal prints each of them.
+TEST_CASE("walk --grad --format json carries every gradient's note, which the text walk prints",
+          "[cli][walk][backward][lesson]") {
+    for (const std::string lang : {"en", "zh"}) {
+        const RunResult json = run_attn("walk --grad --format json --lang " + lang);
+        const RunResult text = run_attn("walk --grad --lang " + lang);
+        REQUIRE((json.status == 0 && text.status == 0));
+        const std::string backward = json.out.substr(json.out.find("\"backward\": {"));
+        for (const char* name : {"dV", "d_weights", "dS_prime", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "dX"}) {
+            INFO(lang << " " << name);
+            CHECK_THAT(backward, Contains("\"name\": \"" + std::string(name) + "\"}"));
+            const std::size_t at = backward.find("\n      \"" + std::string(name) + "\": \"");
+            REQUIRE(at != std::string::npos);
+            const std::size_t start = backward.find(": \"", at) + 3;
+            CHECK_THAT(text.out, Contains(as_printed(backward.substr(start, backward.find('"', start) - start))));
+        }
+    }
 }

@@ -196,3 +196,11 @@ def test_build_info_says_what_attn_version_says():
     assert f"simd: {info['isa']} (xsimd {info['instruction_set']})" in printed
     assert f"cpu: {info['cpu']}" in printed and f"blocks: {info['blocks']}" in printed
     assert info["isa"] in info["supported"] and info["threads"] >= 1
+
+
+def test_learn_defaults_are_what_attn_learn_runs_without_options():
+    defaults = ac.learn_defaults()
+    run = json.loads(attn("learn", "--format", "json").stdout)
+    assert list(defaults) == ["task", "steps", "lr", "seed"]
+    assert defaults["task"] == run["task"] and defaults["steps"] == run["steps"] and defaults["seed"] == run["seed"]
+    assert repr(defaults["lr"]) == str(np.float32(run["lr"]))  # the same float, as its shortest decimal
