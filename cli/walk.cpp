@@ -120,6 +120,13 @@ std::string term(float v, int precision) {
     return v < 0 ? "(" + s + ")" : s;
 }
 
+// Column j of m, to show it as the factors of a dot product.
+std::vector<float> column(const Matrix& m, std::size_t j) {
+    std::vector<float> c;
+    for (std::size_t p = 0; p < m.rows(); ++p) c.push_back(m(p, j));
+    return c;
+}
+
 // Prints a lesson::ForwardWalk: every number comes from it; this class only lays them out.
 class Walk {
 public:
@@ -184,12 +191,12 @@ private:
         out_ << "\n" << title << "\n  " << note << "\n\n";
     }
     std::string expanded() const { return say(Sentence::expanded) + colon_; }
-    // "a₁×b₁ + a₂×b₂ + … = value".
-    std::string products(const lesson::DotProduct& d) const {
+    // "a₁×b₁ + a₂×b₂ + … = value": an entry of the trace, shown as the dot product that made it.
+    std::string products(std::span<const float> a, std::span<const float> b, float value) const {
         std::string s;
-        for (std::size_t k = 0; k < d.left.size(); ++k)
-            s += (k ? " + " : "") + term(d.left[k], o_.precision) + "×" + term(d.right[k], o_.precision);
-        return s + " = " + num(d.value);
+        for (std::size_t k = 0; k < a.size(); ++k)
+            s += (k ? " + " : "") + term(a[k], o_.precision) + "×" + term(b[k], o_.precision);
+        return s + " = " + num(value);
     }
     std::string scale_text() const {
         const std::size_t d_k = t_.Q.cols();
@@ -255,7 +262,8 @@ private:
         for (const auto& [name, m] : {std::pair{"Q", &t_.Q}, {"K", &t_.K}, {"V", &t_.V}})
             out_ << "\n  " << name << " (" << shape_string(*m) << ")\n" << labelled(*m);
         out_ << "\n  " << expanded() << "Q" << sub(1) << sub(1) << " = x" << sub(1) << "·" << tr(l_, "(", "（")
-             << say(Sentence::column1) << tr(l_, ")", "）") << " = " << products(w_.q_entry) << "\n";
+             << say(Sentence::column1) << tr(l_, ")", "）") << " = "
+             << products(t_.X.row(0), column(w_.W_Q, 0), t_.Q(0, 0)) << "\n";
     }
 
     void step3() {
@@ -263,7 +271,7 @@ private:
         out_ << labelled(t_.S, true);
         const std::size_t j = w_.column + 1;
         out_ << "\n  " << expanded() << "S" << sub(1) << sub(j) << " = q" << sub(1) << "·k" << sub(j) << " = "
-             << products(w_.s_entry) << "\n";
+             << products(t_.Q.row(0), t_.K.row(w_.column), t_.S(0, w_.column)) << "\n";
     }
 
     // Step 3's remark, Q·K beside S: the entry S₁ⱼ holds is something else in Q·K. (The lesson's
@@ -274,8 +282,10 @@ private:
         if (!w_.Q_times_K) return;
         const std::size_t j = w_.column + 1;
         out_ << "  Q·K (" << shape_string(*w_.Q_times_K) << ", n = d_k = " << n() << ")\n" << plain(*w_.Q_times_K);
-        out_ << "  (Q·K)" << sub(1) << sub(j) << " = " << products(*w_.qk_entry) << semicolon_
-             << say(Sentence::same_in_S) << colon_ << "S" << sub(1) << sub(j) << " = " << num(w_.s_entry.value) << "\n";
+        out_ << "  (Q·K)" << sub(1) << sub(j) << " = "
+             << products(t_.Q.row(0), column(t_.K, w_.column), (*w_.Q_times_K)(0, w_.column)) << semicolon_
+             << say(Sentence::same_in_S) << colon_ << "S" << sub(1) << sub(j) << " = " << num(t_.S(0, w_.column))
+             << "\n";
     }
 
     // The cosines beside S, then S from other weights: which token each row favours is made by W_Q and W_K.
@@ -285,7 +295,7 @@ private:
         const std::size_t j = w_.column;
         out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
              << sub(j + 1) << " = " << num(w_.q_norm) << " × " << num(w_.k_norm) << " × " << num(w_.cosines(0, j))
-             << " = " << num(w_.s_entry.value) << "\n";
+             << " = " << num(t_.S(0, w_.column)) << "\n";
         out_ << "\n  " << say(Sentence::other_keys) << "\n"
              << labelled(w_.S_with_W_K_as_W_Q, true) << "  " << say(Sentence::row_largest) << colon_
              << largest_per_row(w_.largest_with_W_K_as_W_Q) << semicolon_ << say(Sentence::with_example_keys) << colon_

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "attention/learn.hpp"
 
@@ -49,13 +50,14 @@ std::string json_matrix(const Matrix& m) {
 
 namespace {
 
-std::string vector(std::span<const float> v) {
+// [a, b, …]: floats at full precision, indices as they are.
+std::string json_array(std::span<const float> v) {
     std::string out = "[";
     for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + json_number(v[k]);
     return out + "]";
 }
 
-std::string indices(const std::vector<std::size_t>& v) {
+std::string json_array(const std::vector<std::size_t>& v) {
     std::string out = "[";
     for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + std::to_string(v[k]);
     return out + "]";
@@ -104,17 +106,17 @@ void demos(std::ostringstream& out, const ForwardWalk& w) {
         << ",\n  \"cosines\": " << json_matrix(w.cosines)
         << ",\n  \"S_with_W_K_as_W_Q\": " << json_matrix(w.S_with_W_K_as_W_Q)
         << ",\n  \"softmax_by_column\": " << json_matrix(w.softmax_by_column)
-        << ",\n  \"weights_row_sums\": " << vector(w.weights_row_sums)
-        << ",\n  \"by_column_sums\": {\"columns\": " << vector(w.by_column_column_sums)
-        << ", \"rows\": " << vector(w.by_column_row_sums) << "}";
+        << ",\n  \"weights_row_sums\": " << json_array(w.weights_row_sums)
+        << ",\n  \"by_column_sums\": {\"columns\": " << json_array(w.by_column_column_sums)
+        << ", \"rows\": " << json_array(w.by_column_row_sums) << "}";
     const experiments::SoftmaxWrittenOut& s = w.softmax_row.written_out;
     out << ",\n  \"softmax_row\": {\"row\": " << w.softmax_row.row << ", \"max\": " << json_number(s.max)
-        << ", \"exponentials\": " << vector(s.exponentials) << ", \"sum\": " << json_number(s.sum) << "}"
+        << ", \"exponentials\": " << json_array(s.exponentials) << ", \"sum\": " << json_number(s.sum) << "}"
         << ",\n  \"exercise5\": [";
     for (std::size_t k = 0; k < w.exercise5.size(); ++k) {
         const OutputAgainstValue& e = w.exercise5[k];
-        out << (k ? ", " : "") << "{\"row\": " << e.row << ", \"o\": " << vector(e.table.rows.row(0))
-            << ", \"v\": " << vector(e.table.rows.row(1)) << ", \"difference\": " << vector(e.table.rows.row(2))
+        out << (k ? ", " : "") << "{\"row\": " << e.row << ", \"o\": " << json_array(e.table.rows.row(0))
+            << ", \"v\": " << json_array(e.table.rows.row(1)) << ", \"difference\": " << json_array(e.table.rows.row(2))
             << ", \"length\": " << json_number(float(e.table.distance)) << "}";
     }
     out << "]"
@@ -122,62 +124,31 @@ void demos(std::ostringstream& out, const ForwardWalk& w) {
         << ", \"d_k\": " << w.heads.d_k << "}"
         << ",\n  \"written_out\": {\"column\": " << w.column << ", \"q_norm\": " << json_number(w.q_norm)
         << ", \"k_norm\": " << json_number(w.k_norm) << "}"
-        << ",\n  \"largest_per_row\": {\"S\": " << indices(w.largest_in_S)
-        << ", \"S_with_W_K_as_W_Q\": " << indices(w.largest_with_W_K_as_W_Q) << "}";
-}
-
-template <class Id>
-void sentences(std::ostringstream& out, Lang lang, const std::vector<Id>& ids, const char* indent) {
-    out << "{";
-    for (std::size_t k = 0; k < ids.size(); ++k)
-        out << (k ? ",\n" : "\n") << indent << json_string(key(ids[k])) << ": " << json_string(marked(lang, ids[k]));
-    out << "}";
-}
-
-void backward_json(std::ostringstream& out, const BackwardWalk& b, std::optional<Lang> text) {
-    out << ",\n  \"backward\": {\n    \"target\": " << json_matrix(b.target)
-        << ",\n    \"loss\": " << json_number(b.loss) << ",\n    \"dO\": " << json_matrix(b.gradients.dO);
-    const std::vector<Gradient> gradients = b.in_order();
-    for (const Gradient& g : gradients) out << ",\n    " << json_string(key(g.note)) << ": " << json_matrix(*g.value);
-    out << ",\n    \"step_size\": " << json_number(b.step_size)
-        << ",\n    \"loss_after_step\": " << json_number(b.loss_after_step) << ",\n    \"steps\": [";
-    for (std::size_t k = 0; k < gradients.size(); ++k)
-        out << (k ? ",\n      " : "\n      ") << "{\"marker\": " << json_string(gradients[k].marker)
-            << ", \"formula\": " << json_string(gradients[k].formula)
-            << ", \"name\": " << json_string(key(gradients[k].note)) << "}";
-    out << "]";
-    if (text) {
-        std::vector<Backward> all;
-        for (std::size_t k = 0; k < static_cast<std::size_t>(Backward::count); ++k)
-            all.push_back(static_cast<Backward>(k));
-        out << ",\n    \"text\": ";
-        sentences(out, *text, all, "      ");
-    }
-    out << "\n  }";
+        << ",\n  \"largest_per_row\": {\"S\": " << json_array(w.largest_in_S)
+        << ", \"S_with_W_K_as_W_Q\": " << json_array(w.largest_with_W_K_as_W_Q) << "}";
 }
 
 }  // namespace
 
-std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens, std::optional<Lang> text,
-                      const BackwardWalk* backward) {
+std::string walk_json_open(const ForwardWalk& walk, const std::vector<std::string>& tokens) {
     std::ostringstream out;
     settings(out, walk, tokens);
     matrices(out, walk);
     demos(out, walk);
-    if (text) {
-        out << ",\n  \"text\": ";
-        sentences(out, *text, said_under(walk.options.scale), "    ");
-    }
-    if (backward) backward_json(out, *backward, text);
-    out << "\n}\n";
     return out.str();
+}
+
+std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens) {
+    return walk_json_open(walk, tokens) + "\n}\n";
 }
 
 std::string learn_defaults_json() {
     const learn::Settings defaults{};
-    return "{\"task\": " + json_string(learn::to_string(learn::Task::sentence)) +
-           ", \"steps\": " + std::to_string(defaults.steps) + ", \"lr\": " + shortest(defaults.learning_rate) +
-           ", \"seed\": " + std::to_string(defaults.seed) + "}";
+    char out[128];
+    std::snprintf(out, sizeof out, "{\"task\": \"%s\", \"steps\": %zu, \"lr\": %s, \"seed\": %u}",
+                  learn::to_string(learn::Task::sentence).c_str(), defaults.steps,
+                  shortest(defaults.learning_rate).c_str(), unsigned(defaults.seed));
+    return out;
 }
 
 }  // namespace attn::lesson

@@ -2,7 +2,6 @@
 // the WebAssembly page's walk() all print what walk_json writes.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,12 +11,19 @@
 namespace attn::lesson {
 
 // One JSON object: settings, tokens, the weights, every matrix of the trace (row-major arrays of rows;
-// −∞ is the string "-inf", JSON having no infinity) and every demo of the walk (lesson/walk.hpp);
-// with `text`, also "text": every sentence of the walk in that language with its $…$ marks, which
-// the pages typeset; with `backward`, also "backward": the example's gradients (and, with `text`,
-// their sentences).
-std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens,
-                      std::optional<Lang> text = std::nullopt, const BackwardWalk* backward = nullptr);
+// −∞ is the string "-inf", JSON having no infinity) and every demo of the walk (lesson/walk.hpp).
+// The WebAssembly page's walk() returns it.
+std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens);
+
+// The same, and after the numbers "text": every sentence of the walk in `text`'s language with its
+// $…$ marks, which the pages typeset; with `backward`, also "backward": the example's gradients, the
+// order the walk shows them in ("steps") and their sentences ("text"). `attn walk --format json`
+// prints it and Python's walk() returns it (lesson/json_text.cpp).
+std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens, Lang text,
+                      const BackwardWalk* backward = nullptr);
+
+// The first, left open after its last number, for the second to go on.
+std::string walk_json_open(const ForwardWalk& walk, const std::vector<std::string>& tokens);
 
 // `attn learn`'s defaults (attention/learn.hpp's Settings{}), for the pages and the Python module:
 // {"task": "sentence", "steps": 300, "lr": 0.05, "seed": 1}.

@@ -15,12 +15,6 @@
 
 namespace attn::lesson {
 
-// One entry written out as a dot product: Σ_p left_p·right_p = value.
-struct DotProduct {
-    std::vector<float> left, right;
-    float value = 0;
-};
-
 // Step 5 written out for one row of S': its maximum, the e^(S' − m) and their sum.
 struct SoftmaxRow {
     std::size_t row = 0;  // 0-based
@@ -44,13 +38,10 @@ struct ForwardWalk {
     AttentionTrace trace;
     Matrix softmax_input;  // what the softmax was given: S', masked under the causal mask
 
-    // The entries written out: Q₁₁ = x₁·(column 1 of W_Q) (step 2); in row 1, the column `column`
-    // (key 2, or 1 when n = 1): S₁ⱼ = q₁·kⱼ (step 3) and (Q·K)₁ⱼ = q₁·(column j of K) beside it.
-    DotProduct q_entry;
-    std::size_t column = 0;  // 0-based
-    DotProduct s_entry;
-    std::optional<Matrix> Q_times_K;     // step 3's remark: defined only when n = d_k
-    std::optional<DotProduct> qk_entry;  // with it
+    // The entry of row 1 that step 3 writes out (S₁ⱼ = q₁·kⱼ, beside (Q·K)₁ⱼ and, in confusion 1,
+    // S₁ⱼ = ‖q₁‖·‖kⱼ‖·cos θ₁ⱼ): key 2, or key 1 when n = 1.
+    std::size_t column = 0;           // 0-based
+    std::optional<Matrix> Q_times_K;  // step 3's remark: defined only when n = d_k
 
     // Confusion 1: the cosines, S₁ⱼ = ‖q₁‖·‖kⱼ‖·cos θ₁ⱼ, S from W_K = W_Q, and where each row's
     // largest score is, in S and in that S (the first also answers exercise 2).

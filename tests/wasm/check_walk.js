@@ -1,11 +1,12 @@
-// tests/wasm/check_walk.js — the WebAssembly build of the chain (cli/wasm_walk.cpp) against the
+// tests/wasm/check_walk.js — the WebAssembly build of the chain (web/walk.cpp, web/learn.cpp) against the
 // native program: `node tests/wasm/check_walk.js BUNDLE ATTN`, run by `scripts/dev wasm`.
 //  - the worked example, for every --scale and --causal: walk() returns byte for byte what
 //    `attn walk --format json` prints;
 //  - other inputs (4 tokens, d_k = 2, d_v = 5): its output and α equal `attn run --backend naive` on
 //    the same CSV files, to the printed 4 decimals;
 //  - bad input gets the CSV reader's or the library's message, naming the matrix, line and value;
-//  - the Learner: 300 steps of each task give attn learn's losses and final α;
+//  - the Learner: 300 steps of each task give attn learn's losses and final α; learnDefaults() gives
+//    the task, steps, step size and seed that attn learn runs without options;
 //  - the bundle is one file under 400 KB; the time of the first and of later calls is printed.
 // Ends with "N passed, M failed", each check counted once.
 "use strict";
@@ -130,6 +131,14 @@ Promise.resolve(require(path.resolve(bundle))()).then((module) => {  // compiled
           `Learner(${task}): the 301 losses equal attn learn's (${losses[300]} vs ${want.loss[300]})`);
     check(JSON.stringify(alpha) === JSON.stringify(want.alpha_end), `Learner(${task}): the final α equals attn learn's`);
   }
+
+  // 6. learnDefaults(): what `attn learn` runs without options, as its JSON reports them (lr there at
+  // 9 digits, here the shortest decimal of the same float).
+  const defaults = JSON.parse(module.learnDefaults());
+  const run = JSON.parse(execFileSync(attn, ["learn", "--format", "json"], { encoding: "utf8" }));
+  check(Object.keys(defaults).join() === "task,steps,lr,seed" && defaults.task === run.task &&
+        defaults.steps === run.steps && defaults.seed === run.seed && Math.fround(defaults.lr) === Math.fround(run.lr),
+        `learnDefaults() ${JSON.stringify(defaults)} is what attn learn runs without options`);
 
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
