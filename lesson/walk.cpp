@@ -3,7 +3,6 @@
 #include "lesson/walk.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "attention/worked_example.hpp"
 #include "matrix/norms.hpp"
