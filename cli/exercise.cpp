@@ -138,15 +138,18 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
                  : tr(l, ":\n           α flattens.\n", "：\n           α 变得更平。\n"));
     // ÷ √d_k: do the means differ by more than one draw varies? Only then is there a trend to name.
     const double range = sqrt.max_entropy - sqrt.min_entropy;
-    out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 平均熵在 ") << fixed(sqrt.min_entropy, 3)
+    const bool same = range <= sqrt.max_entropy_spread;
+    out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 各 d_k 的平均熵都在 ") << fixed(sqrt.min_entropy, 3)
         << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << tr(l, " at every d_k; a single draw varies by ± up to ", " 之间；单次抽样的标准差最大为 ")
+        << (same ? tr(l, " at every d_k, closer than one draw varies\n           (standard deviation up to ",
+                      " 之间，差别小于单次抽样的标准差（最大 ")
+                 : tr(l, ", further apart than one draw varies\n           (standard deviation up to ",
+                      " 之间，差别大于单次抽样的标准差（最大 "))
         << fixed(sqrt.max_entropy_spread, 3)
-        << (range <= sqrt.max_entropy_spread
-                ? tr(l, ":\n           the spread of attention (its entropy) is about the same at every width.\n\n",
-                     "：\n           无论 d_k 多大，注意力的分散程度（熵）都差不多。\n\n")
-                : tr(l, ":\n           the spread of attention (its entropy) still changes with d_k.\n\n",
-                     "：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
+        << (same ? tr(l, "):\n           the spread of attention (its entropy) is about the same at every width.\n\n",
+                      "）：\n           无论 d_k 多大，注意力的分散程度（熵）都差不多。\n\n")
+                 : tr(l, "):\n           the spread of attention (its entropy) still changes with d_k.\n\n",
+                      "）：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
 }
 
 // A mean over the draws and its standard deviation: "3.690 ± 0.021".
@@ -274,9 +277,9 @@ void exercise3(const Options& o, std::ostream& out) {
               "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 "
               "MiB），这还只是一个头。\n\n")
         << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
-              "  实测：单次调用注意力的核心计算，d = 64；所有 n 依次计时一轮，共 ")
-        << runs << tr(l, " runs; the table gives each n's median of ", " 轮；表中是每个 n 的 ") << runs
-        << tr(l, " repeats:\n", " 次重复的中位数：\n") << "  " << pad_right("n", 7)
+              "  实测：单次调用注意力的核心计算所需的时间，d = 64；把所有 n 依次计时一轮，共 ")
+        << runs << tr(l, " runs; the table gives each n's median of ", " 轮，表中是每个 n 在 ") << runs
+        << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
         << "\n";
@@ -378,16 +381,19 @@ int exercise_command(std::span<const std::string> args) {
         std::cout << tr(
             o.lang,
             "Usage: attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
-            "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024\n"
+            "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024, averaged over\n"
+            "     draws with their spread\n"
             "  2  is S_ii the row maximum? the worked example, K random draws, and W_Q = W_K\n"
             "  3  n = 1000 and O(n²): scores, memory, measured time for n = 250 … 4000 (--largest N:\n"
-            "     N/16 … N instead), fitted exponents\n"
+            "     N/16 … N instead), fitted exponents, and a verdict only where every run agrees\n"
             "  4  the causal mask on the worked example, with the check that row i sees only j ≤ i\n"
             "  5  output[0] against V[0] and what their difference is made of\n",
             "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
-            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重、softmax 雅可比\n"
+            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重与 softmax "
+            "雅可比矩阵的范数，取多次抽样的平均值及其标准差\n"
             "  2  S_ii 是否为行最大值？依次看示例、K 组随机权重，以及 W_Q = W_K 的情形\n"
-            "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … N）的实测时间与拟合指数\n"
+            "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … "
+            "N）的实测时间与拟合指数；只有各轮结果一致时才下结论\n"
             "  4  示例上的因果掩码，并检查第 i 行只关注 j ≤ i 的位置\n"
             "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
         return 0;
