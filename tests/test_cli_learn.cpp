@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,23 @@ TEST_CASE("attn learn states the sizes and which matrices it trains, in text and
     CHECK_THAT(run_attn("learn --lang zh").out, Contains("n = 3，d_model = 4，d_k = 3，d_v = 3") &&
                                                     Contains("训练：W_Q 和 W_K。") && Contains("W_V 固定不变"));
     CHECK_THAT(run_attn("learn --train-values").out, Contains("Trained: W_Q, W_K and W_V."));
+}
+
+TEST_CASE("attn learn in Chinese: full-width punctuation after Chinese text, no English sentence", "[cli][learn]") {
+    for (const char* args : {"", " --train-values", " --task retrieval", " --help"}) {
+        const RunResult r = run_attn(std::string("learn --lang zh") + args);
+        REQUIRE(r.status == 0);
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) {
+            INFO("attn learn --lang zh" << args << ": " << line);
+            for (std::size_t k = 1; k < line.size(); ++k) {
+                const char c = line[k];
+                CHECK_FALSE(((c == ':' || c == ',' || c == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80));
+            }
+        }
+        if (std::string(args) != " --help")
+            CHECK_THAT(r.out, !Contains("the ") && !Contains("Trained") && !Contains("Settings") && !Contains("读"));
+    }
 }
 
 TEST_CASE("attn learn --help prints the defaults of learn::Settings", "[cli][learn]") {
