@@ -34,7 +34,7 @@ struct ScalingResult {
 std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
                                               unsigned seed);
 // The same, `draws` times (seeds seed, seed + 1, …): the mean over the draws, and their spread.
-// One draw of 64×64 moves the mean entropy by a few hundredths; the spread says how much.
+// One draw's row averages vary from draw to draw; the spread says by how much.
 std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
                                               std::size_t draws, unsigned seed);
 
@@ -104,7 +104,7 @@ struct GrowthPoint {
     std::size_t n = 0;
     std::size_t scores = 0;       // entries of S: n²
     std::size_t score_bytes = 0;  // bytes of the n×n matrix the call actually returned (0 for fused)
-    double seconds = 0;           // median over the repeats of one call of the core
+    double seconds = 0;           // one call of the core (a run's), or the median over the runs
 };
 // `runs` sweeps over every n, each timing one call of the core per n (d = 64, random inputs drawn
 // once per n): a neighbour that slows the shared machine for a moment spoils one run, not every

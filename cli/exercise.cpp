@@ -98,8 +98,8 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Exercise 1's draws per d_k: the spread of one 64×64 draw is a few hundredths of entropy, so a
-// difference between d_k is read off means over several draws, never off one.
+// Exercise 1's draws per d_k: one draw's averages vary from draw to draw, so a difference between
+// d_k is read off the means over several draws, beside their spread, never off one.
 constexpr std::size_t scaling_draws = 20;
 
 // The sentences under exercise 1's table, each built from the table's own numbers, so that what is

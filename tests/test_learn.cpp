@@ -96,6 +96,11 @@ TEST_CASE("the sentence task has the lesson's sizes, and T is each token's partn
     CHECK(p.W_V == attn::worked_example::W_V());
     CHECK((p.X.cols() == 4 && p.d_k == 3 && p.W_V.cols() == 3));
     const Matrix V = attn::matmul(p.X, p.W_V);
+    // the three values are not on one line, so O_i = T_i only when row i of α is one-hot on p(i)
+    const float a[3] = {V(1, 0) - V(0, 0), V(1, 1) - V(0, 1), V(1, 2) - V(0, 2)},
+                b[3] = {V(2, 0) - V(0, 0), V(2, 1) - V(0, 1), V(2, 2) - V(0, 2)};
+    const float cross[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+    CHECK(std::sqrt(cross[0] * cross[0] + cross[1] * cross[1] + cross[2] * cross[2]) > 0.1f);
     for (std::size_t i = 0; i < 3; ++i)
         for (std::size_t j = 0; j < 3; ++j) CHECK(p.T(i, j) == V(p.wanted[i], j));
     const learn::Trainer trainer(p, learn::Settings{});
