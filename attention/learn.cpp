@@ -142,6 +142,16 @@ std::vector<float> wanted_weights(const Matrix& alpha, const Problem& problem) {
     return weights;
 }
 
+double values_moved(const Problem& problem, const Run& run) {
+    double moved = 0, size = 0;  // ‖W_V,end − W_V‖² and ‖W_V‖², in double
+    for (std::size_t k = 0; k < problem.W_V.size(); ++k) {
+        const double start = problem.W_V.data()[k], end = run.W_V_end.data()[k];
+        moved += (end - start) * (end - start);
+        size += start * start;
+    }
+    return std::sqrt(moved / size);
+}
+
 std::string to_string(Task task) { return task == Task::sentence ? "sentence" : "retrieval"; }
 
 }  // namespace attn::learn

@@ -91,6 +91,9 @@ Run train(const Problem& problem, const Settings& settings);
 // α's weight on the cell each row wants, alpha(i, wanted[i]): how far training has taken each row.
 std::vector<float> wanted_weights(const Matrix& alpha, const Problem& problem);
 
+// How far W_V moved in a run, relative to where it started: ‖W_V,end − W_V‖ / ‖W_V‖ (0 when fixed).
+double values_moved(const Problem& problem, const Run& run);
+
 // L = ½‖O − T‖², summed in double.
 double squared_error(const Matrix& O, const Matrix& T);
 

@@ -3,7 +3,6 @@
 #include "cli/learn.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -175,15 +174,10 @@ std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn:
     learn::Settings fixed = o.settings;
     fixed.train_values = false;
     const std::vector<float> alone = learn::wanted_weights(learn::train(p, fixed).alpha_end, p);
-    double moved = 0, size = 0;  // ‖W_V,end − W_V‖ and ‖W_V‖
-    for (std::size_t k = 0; k < p.W_V.size(); ++k) {
-        moved += std::pow(double(run.W_V_end.data()[k]) - p.W_V.data()[k], 2);
-        size += std::pow(double(p.W_V.data()[k]), 2);
-    }
     const double sum_reached = std::accumulate(reached.begin(), reached.end(), 0.0),
                  sum_alone = std::accumulate(alone.begin(), alone.end(), 0.0);
     char percent[32];
-    std::snprintf(percent, sizeof percent, "%.1f%%", 100 * std::sqrt(moved / size));
+    std::snprintf(percent, sizeof percent, "%.1f%%", 100 * learn::values_moved(p, run));
     out << "  " << tr(l, "With W_V fixed, the same steps take them to ", "若固定 W_V，同样的训练能让这些权重达到 ")
         << range_text(alone, l)
         << (sum_reached < sum_alone ? tr(l, ".\n  Here α moved less, while W_V moved by ",

@@ -69,6 +69,8 @@ TEST_CASE("training W_V too: W_V moves, takes up part of the error, and α moves
     values.train_values = true;
     const learn::Run alone = learn::train(p, fixed), shared = learn::train(p, values);
     CHECK(shared.W_V_end != p.W_V);
+    CHECK(learn::values_moved(p, alone) == 0.0);
+    CHECK(learn::values_moved(p, shared) > 0.05);
     CHECK(shared.loss.back() < 0.01 * shared.loss.front());
     const auto a = learn::wanted_weights(alone.alpha_end, p), s = learn::wanted_weights(shared.alpha_end, p);
     // the claim `attn learn --train-values` prints: α's weight on the wanted cells, summed, is less
@@ -109,6 +111,14 @@ TEST_CASE("the sentence task has the lesson's sizes, and T is each token's partn
     const learn::Problem r = learn::make_problem(learn::Task::retrieval, 1);
     CHECK((r.X.rows() == 8 && r.X.cols() == 8 && r.d_k == 8 && r.W_V.cols() == 8 && r.T.cols() == 8));
     CHECK(learn::squared_error(Matrix{{1, 2}, {3, 4}}, Matrix{{1, 0}, {0, 4}}) == Approx(0.5 * (4 + 9)));
+}
+
+TEST_CASE("values_moved is ‖W_V,end − W_V‖ / ‖W_V‖", "[learn]") {
+    learn::Problem p;
+    p.W_V = Matrix{{3, 0}, {0, 4}};  // ‖W_V‖ = 5
+    learn::Run run;
+    run.W_V_end = Matrix{{3, 1}, {0, 4}};
+    CHECK(learn::values_moved(p, run) == Approx(0.2));
 }
 
 TEST_CASE("wanted_weights reads α at each row's wanted cell", "[learn]") {
