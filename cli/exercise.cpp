@@ -242,26 +242,27 @@ std::string describe_exponent(Lang l, const char* name, const ex::ExponentSpread
                                                             tr(l, " to ", " 至 ") + fixed(e.highest, 2) +
                                                             tr(l, ")", "）");
     const std::string bounds =
-        fixed(2 - ex::growth_margin, 2) + tr(l, " or ", " 或 ") + fixed(2 + ex::growth_margin, 2);
+        fixed(2 - ex::growth_margin, 2) + tr(l, " and of ", " 和 ") + fixed(2 + ex::growth_margin, 2);
     out << "    " << name << " " << fixed(e.median, 2) << tr(l, ": ", "：");
     switch (ex::growth_verdict(e)) {
         case ex::GrowthVerdict::close_to_2:
             out << tr(l, "close to 2 in all ", "") << count << tr(l, " runs", " 次运行都接近 2") << range
-                << tr(l, ", as the count of scores.\n", "，与分数个数的增长一致。\n");
+                << tr(l, ",\n      as the count of scores.\n", "，与分数个数的增长一致。\n");
             break;
         case ex::GrowthVerdict::below_2:
             out << tr(l, "below 2 in all ", "") << count << tr(l, " runs", " 次运行都低于 2") << range
-                << tr(l, ", so fixed costs weigh more at small n than at large n.\n",
+                << tr(l, ",\n      so fixed costs weigh more at small n than at large n.\n",
                       "，说明 n 较小时固定开销所占的比例更大。\n");
             break;
         case ex::GrowthVerdict::above_2:
             out << tr(l, "above 2 in all ", "") << count << tr(l, " runs", " 次运行都高于 2") << range
-                << tr(l, ", so a score costs more at large n than at small n.\n",
+                << tr(l, ",\n      so a score costs more at large n than at small n.\n",
                       "，说明 n 越大，每个分数的代价越高。\n");
             break;
         case ex::GrowthVerdict::undecided:
             out << tr(l, "the ", "") << count << tr(l, " runs do not decide", " 次运行无法给出结论") << range
-                << tr(l, ", falling on both sides of ", "，因为各轮跨过了 ") << bounds << tr(l, ".\n", " 这条界线。\n");
+                << tr(l, ",\n      since they do not all lie on one side of ", "，因为各轮并不都落在 ") << bounds
+                << tr(l, ".\n", " 的同一侧。\n");
             break;
     }
     return out.str();
@@ -309,8 +310,9 @@ void exercise3(const Options& o, std::ostream& out) {
         << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << tr(l, ", ", "，")
         << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << "\n\n"
         << tr(l,
-              "  The counts grow as n² exactly. The times, p fitted to each run separately: the median, the range\n"
-              "  of the runs in parentheses, and a verdict only where every run lies on the same side of ",
+              "  The counts grow as n² exactly. For the times, p is fitted to each run; below are the median\n"
+              "  of the runs, their range in parentheses, and a verdict only where all runs lie on one side\n"
+              "  of ",
               "  分数个数与字节数严格按 n² 增长。实测时间：对每轮分别拟合 p，先给出中位数，括号内为各轮的范围；\n"
               "  只有各轮都落在 ")
         << fixed(2 - ex::growth_margin, 2) << tr(l, " and of ", " 和 ") << fixed(2 + ex::growth_margin, 2)
