@@ -214,10 +214,10 @@ void exercise2(const Options& o, std::ostream& out) {
         << tr(l, " random weight draws (N(0, 1), d_k = 3) on the same X:\n",
               " 组随机权重（N(0, 1)，d_k = 3），作用于同一个 X：\n")
         << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
-              "    W_Q、W_K 独立：对角线是行最大值的比例 ")
+              "    W_Q、W_K 相互独立：行最大值落在对角线上的比例为 ")
         << fixed(100 * r.independent_fraction, 1) << "%"
-        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时约为 1/3，即 33.3%）\n")
-        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ")
+        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时为 1/3，即 33.3%）\n")
+        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）时，这一比例为 ")
         << fixed(100 * r.tied_fraction, 1) << "%\n"
         << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
               "    W_Q = W_K 时满足 S_ij > max(S_ii, S_jj) 的 (i, j) 对的个数：")
