@@ -275,11 +275,11 @@ void exercise3(const Options& o, std::ostream& out) {
     out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
               "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
         << tr(l, "  n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB), for one head.\n\n",
-              "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 "
-              "MiB），这还只是一个头。\n\n")
+              "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 MiB），\n"
+              "  这还只是一个头。\n\n")
         << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
               "  实测：单次调用注意力的核心计算所需的时间，d = 64；把所有 n 依次计时一轮，共 ")
-        << runs << tr(l, " runs; the table gives each n's median of ", " 轮，表中是每个 n 在 ") << runs
+        << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮，\n  表中是每个 n 在 ") << runs
         << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
@@ -392,10 +392,10 @@ int exercise_command(std::span<const std::string> args) {
             "  5  output[0] against V[0] and what their difference is made of\n",
             "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
             "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重与 softmax "
-            "雅可比矩阵的范数，取多次抽样的平均值及其标准差\n"
+            "雅可比矩阵的范数，\n     取多次抽样的平均值及其标准差\n"
             "  2  S_ii 是否为行最大值？依次看示例、K 组随机权重，以及 W_Q = W_K 的情形\n"
             "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … "
-            "N）的实测时间与拟合指数；只有各轮结果一致时才下结论\n"
+            "N）的实测时间与拟合指数；\n     只有各轮结果一致时才下结论\n"
             "  4  示例上的因果掩码，并检查第 i 行只关注 j ≤ i 的位置\n"
             "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
         return 0;
