@@ -3,6 +3,7 @@
 #include "attention/experiments.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -20,6 +21,12 @@ namespace {
 // Entries independent with mean 0 and variance 1: the lesson's assumption in the √d_k argument.
 Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
     return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 }  // namespace
@@ -51,7 +58,7 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
         const Matrix Q = normal_matrix(rows, d_k, rng), K = normal_matrix(keys, d_k, rng), V(keys, 1, 0.0f);
         for (Scale scale : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
             const Matrix weights = scaled_dot_product_attention(Q, K, V, {.scale = scale}).weights;
-            ScalingResult r{d_k, scale, {}};
+            ScalingResult r{d_k, scale, {}, {}};
             for (std::size_t i = 0; i < rows; ++i) {
                 const RowStats s = row_stats(weights.row(i));
                 r.mean.entropy += s.entropy / double(rows);
@@ -60,6 +67,27 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
             }
             results.push_back(r);
         }
+    }
+    return results;
+}
+
+std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
+                                              std::size_t draws, unsigned seed) {
+    if (draws == 0) throw std::invalid_argument("scaling_over_draws: draws must be at least 1");
+    std::vector<std::vector<ScalingResult>> each;
+    for (std::size_t t = 0; t < draws; ++t) each.push_back(scaling_experiment(dims, keys, rows, seed + unsigned(t)));
+    std::vector<ScalingResult> results = each[0];
+    for (std::size_t r = 0; r < results.size(); ++r) {
+        // mean and standard deviation over the draws, field by field: E[x] and √(E[x²] − E[x]²)
+        const auto over_draws = [&](double RowStats::*field, double& mean, double& spread) {
+            double sum = 0, sum_sq = 0;
+            for (const auto& draw : each)
+                sum += draw[r].mean.*field, sum_sq += draw[r].mean.*field * (draw[r].mean.*field);
+            mean = sum / double(draws);
+            spread = std::sqrt(std::max(sum_sq / double(draws) - mean * mean, 0.0));
+        };
+        for (double RowStats::*field : {&RowStats::entropy, &RowStats::max_weight, &RowStats::jacobian_norm})
+            over_draws(field, results[r].mean.*field, results[r].spread.*field);
     }
     return results;
 }
@@ -75,6 +103,7 @@ ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scal
         if (r.mean.jacobian_norm > t.peak_jacobian.mean.jacobian_norm) t.peak_jacobian = r;
         t.min_entropy = std::min(t.min_entropy, r.mean.entropy);
         t.max_entropy = std::max(t.max_entropy, r.mean.entropy);
+        t.max_entropy_spread = std::max(t.max_entropy_spread, r.spread.entropy);
     }
     if (!seen) throw std::invalid_argument("scaling_trend: no result for scale " + to_string(scale));
     return t;
@@ -147,28 +176,44 @@ DiagonalResult diagonal_experiment(std::size_t draws, std::size_t d_k, unsigned 
     return r;
 }
 
+std::vector<GrowthRun> growth_runs(const std::vector<std::size_t>& ns, Backend backend, std::size_t runs,
+                                   const std::function<void(std::size_t, std::size_t)>& progress) {
+    if (runs == 0) throw std::invalid_argument("growth_runs: runs must be at least 1");
+    std::mt19937_64 rng(3);
+    std::vector<std::array<Matrix, 3>> inputs;  // Q, K, V for each n
+    for (std::size_t n : ns)
+        inputs.push_back({normal_matrix(n, 64, rng), normal_matrix(n, 64, rng), normal_matrix(n, 64, rng)});
+    std::vector<GrowthRun> result(runs);
+    for (std::size_t r = 0; r < runs; ++r) {
+        for (std::size_t k = 0; k < ns.size(); ++k) {
+            if (progress) progress(r + 1, ns[k]);
+            const auto& [Q, K, V] = inputs[k];
+            const auto start = std::chrono::steady_clock::now();
+            const AttentionResult out = scaled_dot_product_attention(Q, K, V, {.backend = backend});
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            result[r].push_back({ns[k], ns[k] * ns[k], out.weights.size() * sizeof(float), seconds});
+        }
+    }
+    return result;
+}
+
+std::vector<GrowthPoint> median_of_runs(const std::vector<GrowthRun>& runs) {
+    std::vector<GrowthPoint> points = runs.at(0);
+    for (std::size_t k = 0; k < points.size(); ++k) {
+        std::vector<double> seconds;
+        for (const GrowthRun& run : runs) seconds.push_back(run[k].seconds);
+        points[k].seconds = median(seconds);
+    }
+    return points;
+}
+
 std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend, std::size_t repeats,
                                            const std::function<void(std::size_t)>& progress) {
     if (repeats == 0) throw std::invalid_argument("growth_experiment: repeats must be at least 1");
-    std::vector<GrowthPoint> points;
-    std::mt19937_64 rng(3);
-    for (std::size_t n : ns) {
+    const auto tell = [&progress](std::size_t, std::size_t n) {
         if (progress) progress(n);
-        const Matrix Q = normal_matrix(n, 64, rng), K = normal_matrix(n, 64, rng), V = normal_matrix(n, 64, rng);
-        std::vector<double> seconds;
-        std::size_t score_bytes = 0;
-        for (std::size_t r = 0; r < repeats; ++r) {
-            const auto start = std::chrono::steady_clock::now();
-            const AttentionResult result = scaled_dot_product_attention(Q, K, V, {.backend = backend});
-            seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-            score_bytes = result.weights.size() * sizeof(float);
-        }
-        std::sort(seconds.begin(), seconds.end());
-        const std::size_t mid = seconds.size() / 2;
-        const double median = seconds.size() % 2 ? seconds[mid] : (seconds[mid - 1] + seconds[mid]) / 2;
-        points.push_back({n, n * n, score_bytes, median});
-    }
-    return points;
+    };
+    return median_of_runs(growth_runs(ns, backend, repeats, tell));
 }
 
 double fitted_exponent(const std::vector<double>& x, const std::vector<double>& y) {
@@ -183,6 +228,27 @@ double fitted_exponent(const std::vector<double>& x, const std::vector<double>& 
         sxx += (std::log(x[k]) - mx) * (std::log(x[k]) - mx);
     }
     return sxy / sxx;
+}
+
+ExponentSpread time_exponents(const std::vector<GrowthRun>& runs) {
+    std::vector<double> exponents;
+    for (const GrowthRun& run : runs) {
+        std::vector<double> n, seconds;
+        for (const GrowthPoint& p : run) n.push_back(double(p.n)), seconds.push_back(p.seconds);
+        exponents.push_back(fitted_exponent(n, seconds));
+    }
+    const auto [lowest, highest] = std::minmax_element(exponents.begin(), exponents.end());
+    return {median(exponents), *lowest, *highest};
+}
+
+GrowthVerdict growth_verdict(const ExponentSpread& exponents, double margin) {
+    const auto hundredths = [](double x) { return std::lround(x * 100); };  // as printed
+    const long lowest = hundredths(exponents.lowest), highest = hundredths(exponents.highest),
+               band = hundredths(margin);
+    if (lowest >= 200 - band && highest <= 200 + band) return GrowthVerdict::close_to_2;
+    if (lowest > 200 + band) return GrowthVerdict::above_2;
+    if (highest < 200 - band) return GrowthVerdict::below_2;
+    return GrowthVerdict::undecided;
 }
 
 std::vector<double> context_contribution(const Matrix& weights, const Matrix& V, std::size_t row) {

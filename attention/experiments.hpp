@@ -26,12 +26,17 @@ RowStats row_stats(std::span<const float> weights);
 struct ScalingResult {
     std::size_t d_k;
     Scale scale;
-    RowStats mean;  // averaged over the rows
+    RowStats mean;    // averaged over the rows (and over the draws)
+    RowStats spread;  // standard deviation over the draws of each draw's row average (0 for one draw)
 };
-// For each d_k: `rows` queries against `keys` keys, all entries N(0, 1), softmax of the scaled
-// scores under each of the three scales.
+// For each d_k: one draw of `rows` queries against `keys` keys, all entries N(0, 1), softmax of the
+// scaled scores under each of the three scales.
 std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
                                               unsigned seed);
+// The same, `draws` times (seeds seed, seed + 1, …): the mean over the draws, and their spread.
+// One draw's row averages vary from draw to draw; the spread says by how much.
+std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& dims, std::size_t keys, std::size_t rows,
+                                              std::size_t draws, unsigned seed);
 
 // What the table says, found in it (so that the sentences printed under it follow from its numbers).
 // For one scale: the mean entropy, largest weight and ‖J‖ at the first and the last d_k, and the
@@ -39,7 +44,8 @@ std::vector<ScalingResult> scaling_experiment(const std::vector<std::size_t>& di
 struct ScalingTrend {
     Scale scale;
     ScalingResult first, last, peak_jacobian;
-    double min_entropy = 0, max_entropy = 0;  // over every d_k
+    double min_entropy = 0, max_entropy = 0;  // of the means, over every d_k
+    double max_entropy_spread = 0;            // the largest spread of the entropy over the draws, at any d_k
 };
 ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale);
 
@@ -98,15 +104,34 @@ struct GrowthPoint {
     std::size_t n = 0;
     std::size_t scores = 0;       // entries of S: n²
     std::size_t score_bytes = 0;  // bytes of the n×n matrix the call actually returned (0 for fused)
-    double seconds = 0;           // median over the repeats of one call of the core
+    double seconds = 0;           // one call of the core (a run's), or the median over the runs
 };
-// `repeats` timed calls of the core per n (d = 64, random inputs), their median kept: on a shared
-// machine one call can be slowed by a neighbour, the median of several rarely is. `progress` is
-// told before each n.
+// `runs` sweeps over every n, each timing one call of the core per n (d = 64, random inputs drawn
+// once per n): a neighbour that slows the shared machine for a moment spoils one run, not every
+// timing of one n. `progress` is told before each n of each run (counted from 1).
+using GrowthRun = std::vector<GrowthPoint>;  // one point per n, `seconds` of a single call
+std::vector<GrowthRun> growth_runs(const std::vector<std::size_t>& ns, Backend backend, std::size_t runs,
+                                   const std::function<void(std::size_t run, std::size_t n)>& progress = {});
+// Each n's median over the runs: one call can be slowed by a neighbour, the median of several rarely is.
+std::vector<GrowthPoint> median_of_runs(const std::vector<GrowthRun>& runs);
+// median_of_runs of `repeats` runs.
 std::vector<GrowthPoint> growth_experiment(const std::vector<std::size_t>& ns, Backend backend, std::size_t repeats,
                                            const std::function<void(std::size_t n)>& progress = {});
 // Slope of log y against log x by least squares: y ∝ x^slope.
 double fitted_exponent(const std::vector<double>& x, const std::vector<double>& y);
+
+// The time exponent of each run (fitted_exponent of its seconds against n): median, lowest, highest.
+struct ExponentSpread {
+    double median = 0, lowest = 0, highest = 0;
+};
+ExponentSpread time_exponents(const std::vector<GrowthRun>& runs);
+
+// What the runs say about the time exponent, read to two decimals as printed, with a margin: close to
+// 2 when every run lies within 2 ± margin, above (below) 2 when every run lies beyond it; when the
+// runs straddle a bound, they do not decide.
+enum class GrowthVerdict { close_to_2, above_2, below_2, undecided };
+constexpr double growth_margin = 0.15;  // "close to 2" is 1.85 to 2.15
+GrowthVerdict growth_verdict(const ExponentSpread& exponents, double margin = growth_margin);
 
 // ---- exercise 5: what the output of token 1 is made of -----------------------------------------
 

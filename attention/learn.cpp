@@ -1,6 +1,6 @@
 // attention/learn.cpp — a few hundred steps of training, written out: forward, loss, backward
 // (attention/backward.cpp: the same gradients its tests check against finite differences and
-// PyTorch), and Adam's update of W_Q, W_K and W_V.
+// PyTorch), and Adam's update of W_Q and W_K (and of W_V when asked).
 #include "attention/learn.hpp"
 
 #include <algorithm>
@@ -9,17 +9,30 @@
 #include <utility>
 
 #include "attention/worked_example.hpp"
+#include "matrix/ops.hpp"
 
 namespace attn::learn {
 
 namespace {
 
-// T_i = x_{p(i)}: row i is the embedding of token i's partner.
-Matrix partner_rows(const Matrix& X, const std::vector<std::size_t>& wanted) {
-    Matrix T(X.rows(), X.cols());
-    for (std::size_t i = 0; i < X.rows(); ++i)
-        std::copy(X.row(wanted[i]).begin(), X.row(wanted[i]).end(), T.row(i).begin());
+// T_i = v_{p(i)}: row i is the value of token i's partner.
+Matrix partner_rows(const Matrix& V, const std::vector<std::size_t>& wanted) {
+    Matrix T(V.rows(), V.cols());
+    for (std::size_t i = 0; i < V.rows(); ++i)
+        std::copy(V.row(wanted[i]).begin(), V.row(wanted[i]).end(), T.row(i).begin());
     return T;
+}
+
+Matrix identity(std::size_t n) {
+    Matrix I(n, n);
+    for (std::size_t k = 0; k < n; ++k) I(k, k) = 1.0f;
+    return I;
+}
+
+// The task put together: V = X·W_V, and T_i = v_{p(i)}.
+Problem with_targets(Matrix X, Matrix W_V, std::size_t d_k, std::vector<std::size_t> wanted) {
+    Matrix T = partner_rows(matmul(X, W_V), wanted);
+    return {std::move(X), std::move(W_V), d_k, std::move(T), std::move(wanted)};
 }
 
 // Draws of our own from std::mt19937, whose sequence the standard fixes: std::uniform_real_distribution
@@ -55,15 +68,13 @@ void Trainer::Adam::step(Matrix& W, const Matrix& dW, float rate) {
 }
 
 Problem make_problem(Task task, std::uint32_t seed) {
-    if (task == Task::sentence) {
-        const std::vector<std::size_t> wanted = {1, 0, 1};  // 猫 → 坐, 坐 → 猫, 地毯 → 坐
-        return {worked_example::X(), partner_rows(worked_example::X(), wanted), wanted};
-    }
+    if (task == Task::sentence)  // 猫 → 坐, 坐 → 猫, 地毯 → 坐; d_k = 3, as W_V's d_v
+        return with_targets(worked_example::X(), worked_example::W_V(), 3, {1, 0, 1});
     std::mt19937 rng(seed);
     std::vector<std::size_t> wanted = {0, 1, 2, 3, 4, 5, 6, 7};
     for (std::size_t i = wanted.size() - 1; i > 0; --i) std::swap(wanted[i], wanted[rng() % (i + 1)]);  // Fisher–Yates
-    const Matrix X = uniform_matrix(8, 8, rng, -1.0f, 1.0f);
-    return {X, partner_rows(X, wanted), wanted};
+    Matrix X = uniform_matrix(8, 8, rng, -1.0f, 1.0f);
+    return with_targets(std::move(X), identity(8), 8, std::move(wanted));  // V = X
 }
 
 double squared_error(const Matrix& O, const Matrix& T) {
@@ -76,16 +87,13 @@ double squared_error(const Matrix& O, const Matrix& T) {
 }
 
 Trainer::Trainer(Problem problem, const Settings& settings) : problem_(std::move(problem)), settings_(settings) {
-    const std::size_t d_model = problem_.X.cols();  // d_k = d_v = d_model
+    const std::size_t d_model = problem_.X.cols(), d_k = problem_.d_k;
     std::mt19937 rng(settings.seed);
     // W_Q and W_K small and random: every score near 0, so every row of α near uniform, attending
-    // nowhere in particular. W_V starts as the identity, V = X: each value starts as its own token's
-    // embedding, so "read your partner" means one cell of α (any W_V that swapped the values around
-    // would let other cells give the same O; starting from V = X, training has no reason to go there).
-    W_Q_ = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f);
-    W_K_ = uniform_matrix(d_model, d_model, rng, -0.1f, 0.1f);
-    W_V_ = Matrix(d_model, d_model);
-    for (std::size_t k = 0; k < d_model; ++k) W_V_(k, k) = 1.0f;
+    // nowhere in particular. W_V starts as the problem's, whose values the targets are made of.
+    W_Q_ = uniform_matrix(d_model, d_k, rng, -0.1f, 0.1f);
+    W_K_ = uniform_matrix(d_model, d_k, rng, -0.1f, 0.1f);
+    W_V_ = problem_.W_V;
 }
 
 Trainer::Look Trainer::look() const {
@@ -105,7 +113,7 @@ Trainer::Look Trainer::step() {
     const auto g = layer.backward(problem_.X, projections, result, dO, options);  // attention/backward.cpp
     adam_q_.step(W_Q_, g.dW_Q, settings_.learning_rate);                          // W ← W − η·(Adam's direction)
     adam_k_.step(W_K_, g.dW_K, settings_.learning_rate);
-    adam_v_.step(W_V_, g.dW_V, settings_.learning_rate);
+    if (settings_.train_values) adam_v_.step(W_V_, g.dW_V, settings_.learning_rate);
     ++steps_;
     return {squared_error(result.output, problem_.T), result.weights};  // L = ½‖O − T‖², before the update
 }
@@ -124,7 +132,24 @@ Run train(const Problem& p, const Settings& settings) {
     run.loss.push_back(end.loss);
     if (settings.steps == 0) run.alpha_start = run.alpha_middle = end.alpha;
     run.alpha_end = std::move(end.alpha);
+    run.W_V_end = trainer.W_V();
     return run;
+}
+
+std::vector<float> wanted_weights(const Matrix& alpha, const Problem& problem) {
+    std::vector<float> weights;
+    for (std::size_t i = 0; i < problem.wanted.size(); ++i) weights.push_back(alpha(i, problem.wanted[i]));
+    return weights;
+}
+
+double values_moved(const Problem& problem, const Run& run) {
+    double moved = 0, size = 0;  // ‖W_V,end − W_V‖² and ‖W_V‖², in double
+    for (std::size_t k = 0; k < problem.W_V.size(); ++k) {
+        const double start = problem.W_V.data()[k], end = run.W_V_end.data()[k];
+        moved += (end - start) * (end - start);
+        size += start * start;
+    }
+    return std::sqrt(moved / size);
 }
 
 std::string to_string(Task task) { return task == Task::sentence ? "sentence" : "retrieval"; }

@@ -98,6 +98,10 @@ private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// Exercise 1's draws per d_k: one draw's averages vary from draw to draw, so a difference between
+// d_k is read off the means over several draws, beside their spread, never off one.
+constexpr std::size_t scaling_draws = 20;
+
 // The sentences under exercise 1's table, each built from the table's own numbers, so that what is
 // said about a trend is what the rows show (‖J‖ without scaling first grows, then collapses: the
 // sentence names its peak instead of calling it monotone).
@@ -110,7 +114,9 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
     };
     out << tr(l, "  ÷ 1:     entropy ", "  ÷ 1：    熵 ") << fixed(none.first.mean.entropy, 3) << at(none.first)
         << " → " << fixed(none.last.mean.entropy, 3) << at(none.last) << tr(l, ", largest weight → ", "，最大权重 → ")
-        << fixed(none.last.mean.max_weight, 3) << tr(l, ": α turns one-hot.\n", "：α 趋于 one-hot。\n");
+        << fixed(none.last.mean.max_weight, 3)
+        << (none.last.mean.max_weight > 0.9 ? tr(l, ": α turns nearly one-hot.\n", "：α 几乎成了 one-hot。\n")
+                                            : tr(l, ": α sharpens.\n", "：α 变得更集中。\n"));
     if (none.peak_jacobian.d_k != none.first.d_k)
         out << tr(l, "           ‖J‖ first grows while the scores spread, to ",
                   "           ‖J‖ 先随分数散开而增大，峰值 ")
@@ -118,44 +124,68 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
             << tr(l, ",\n           then falls to ", "，\n           然后降到 ");
     else out << tr(l, "           ‖J‖ falls to ", "           ‖J‖ 降到 ");
     const double ratio = none.last.mean.jacobian_norm / sqrt.last.mean.jacobian_norm;
-    out << fixed(none.last.mean.jacobian_norm, 4) << at(none.last) << tr(l, ", ", "，为 ÷ √d_k 的 ") << fixed(ratio, 2)
-        << tr(l, "× that of ÷ √d_k: ", " 倍：")
+    out << fixed(none.last.mean.jacobian_norm, 4) << at(none.last) << tr(l, ", ", "，为 ÷ √d_k 时的 ")
+        << fixed(ratio, 2) << tr(l, "× that of ÷ √d_k: ", " 倍：")
         << (ratio < 1 ? tr(l, "once α saturates,\n           little gradient reaches the scores.\n",
                            "α 饱和后，\n           传回分数的梯度所剩无几。\n")
                       : tr(l, "no gradient lost yet at these sizes.\n", "在这些 d_k 下梯度尚未减小。\n"));
+    const bool flat = dk.last.mean.entropy > 0.99 * std::log(64.0);
     out << tr(l, "  ÷ d_k:   entropy → ", "  ÷ d_k：  熵 → ") << fixed(dk.last.mean.entropy, 3) << at(dk.last)
-        << tr(l, ", near ln 64 = 4.159; largest weight → ", "，接近 ln 64 = 4.159；最大权重 → ")
-        << fixed(dk.last.mean.max_weight, 3)
-        << tr(l, ":\n           α flattens toward uniform.\n", "：\n           α 趋于均匀分布。\n");
-    out << tr(l, "  ÷ √d_k:  entropy between ", "  ÷ √d_k： 熵始终在 ") << fixed(sqrt.min_entropy, 3)
+        << (flat ? tr(l, ", within 1% of ln 64 = 4.159", "，与 ln 64 = 4.159 相差不到 1%")
+                 : tr(l, ", short of ln 64 = 4.159", "，仍低于 ln 64 = 4.159"))
+        << tr(l, "; largest weight → ", "；最大权重 → ") << fixed(dk.last.mean.max_weight, 3)
+        << (flat ? tr(l, ":\n           α flattens to nearly uniform.\n", "：\n           α 几乎成了均匀分布。\n")
+                 : tr(l, ":\n           α flattens.\n", "：\n           α 变得更平。\n"));
+    // ÷ √d_k: do the means differ by more than one draw varies? Only then is there a trend to name.
+    const double range = sqrt.max_entropy - sqrt.min_entropy;
+    const bool same = range <= sqrt.max_entropy_spread;
+    out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 各 d_k 的平均熵都在 ") << fixed(sqrt.min_entropy, 3)
         << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << tr(l, " at every d_k: the same spread at every width.\n\n",
-              " 之间：无论 d_k 多大，分数的离散程度都相同。\n\n");
+        << (same ? tr(l, " at every d_k, closer than one draw varies\n           (standard deviation up to ",
+                      " 之间，差别小于单次抽样的标准差（最大 ")
+                 : tr(l, ", further apart than one draw varies\n           (standard deviation up to ",
+                      " 之间，差别大于单次抽样的标准差（最大 "))
+        << fixed(sqrt.max_entropy_spread, 3)
+        << (same ? tr(l, "):\n           the spread of attention (its entropy) is about the same at every width.\n\n",
+                      "）：\n           无论 d_k 多大，注意力的分散程度（熵）都差不多。\n\n")
+                 : tr(l, "):\n           the spread of attention (its entropy) still changes with d_k.\n\n",
+                      "）：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
+}
+
+// A mean over the draws and its standard deviation: "3.690 ± 0.021".
+std::string mean_spread(double mean, double spread, int digits) {
+    return fixed(mean, digits) + " ± " + fixed(spread, digits);
 }
 
 void exercise1(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << tr(l, "Exercise 1 · Dividing by √d_k, by d_k, or not at all\n\n",
               "练习 1 · 除以 √d_k、除以 d_k，还是不缩放\n\n")
+        << tr(l, "  64 queries against 64 keys, every entry N(0, 1); ",
+              "  64 个 Query 对 64 个 Key，每个分量服从 N(0, 1)；每个 d_k 独立抽样 ")
+        << scaling_draws
         << tr(l,
-              "  64 queries against 64 keys, every entry N(0, 1); means over the rows.\n"
+              " draws per d_k, each averaged over its rows;\n"
+              "  the table gives the mean over the draws ± their standard deviation.\n"
               "  entropy: ln 64 = 4.16 is uniform, 0 is one-hot. ‖J‖: size of the softmax's Jacobian diag(α) − ααᵀ,\n"
               "  how much α can still move when its scores move (the gradient that reaches the scores).\n\n",
-              "  64 个 Query 对 64 个 Key，每个分量服从 N(0, 1)；取各行的平均。\n"
-              "  熵：ln 64 = 4.16 为均匀分布，0 为 one-hot。‖J‖：softmax 雅可比矩阵 diag(α) − ααᵀ 的范数，\n"
-              "  即分数变化时 α 还能变化多少（传回分数的梯度大小）。\n\n");
-    out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 10) << pad_left(tr(l, "entropy", "熵"), 9)
-        << pad_left(tr(l, "max α", "最大 α"), 9) << pad_left("‖J‖", 9) << "\n";
-    const auto results = ex::scaling_experiment({4, 16, 64, 256, 1024}, 64, 64, o.seed);
+              " 次，每次先对各行取平均；\n"
+              "  表中为各次抽样的平均值 ± 标准差。\n"
+              "  熵：均匀分布时为 ln 64 = 4.16，one-hot 时为 0。‖J‖：softmax 雅可比矩阵 diag(α) − ααᵀ 的范数，\n"
+              "  即分数变化时 α 还能变化多少（也就是能传回分数的梯度有多大）。\n\n");
+    out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 8) << pad_left(tr(l, "entropy", "熵"), 15)
+        << pad_left(tr(l, "max α", "最大 α"), 15) << pad_left("‖J‖", 17) << "\n";
+    const auto results = ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, scaling_draws, o.seed);
     for (const auto& r : results) {
-        out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_symbol(r.scale), 10)
-            << pad_left(fixed(r.mean.entropy, 3), 9) << pad_left(fixed(r.mean.max_weight, 3), 9)
-            << pad_left(fixed(r.mean.jacobian_norm, 4), 9) << "\n";
+        out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_symbol(r.scale), 8)
+            << pad_left(mean_spread(r.mean.entropy, r.spread.entropy, 3), 15)
+            << pad_left(mean_spread(r.mean.max_weight, r.spread.max_weight, 3), 15)
+            << pad_left(mean_spread(r.mean.jacobian_norm, r.spread.jacobian_norm, 4), 17) << "\n";
     }
     out << "\n";
     conclude_scaling(l, results, out);
     out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n",
-              "  示例（d_k = 3）中 α 第 1 行在三种缩放下：\n");
+              "  示例（d_k = 3）中 α 的第 1 行在三种缩放下的值：\n");
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
         const Matrix weights = worked_example::trace({.scale = s}).weights;
         const auto stats = ex::row_stats(weights.row(0));
@@ -182,12 +212,12 @@ void exercise2(const Options& o, std::ostream& out) {
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
     out << "\n  " << r.draws
         << tr(l, " random weight draws (N(0, 1), d_k = 3) on the same X:\n",
-              " 次随机权重（N(0, 1)，d_k = 3），同一个 X：\n")
+              " 组随机权重（N(0, 1)，d_k = 3），作用于同一个 X：\n")
         << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
-              "    W_Q、W_K 独立：对角线是行最大值的比例 ")
+              "    W_Q、W_K 相互独立：行最大值落在对角线上的比例为 ")
         << fixed(100 * r.independent_fraction, 1) << "%"
-        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时约为 1/3，即 33.3%）\n")
-        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）：       ")
+        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时为 1/3，即 33.3%）\n")
+        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）时，这一比例为 ")
         << fixed(100 * r.tied_fraction, 1) << "%\n"
         << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
               "    W_Q = W_K 时满足 S_ij > max(S_ii, S_jj) 的 (i, j) 对的个数：")
@@ -198,46 +228,74 @@ void exercise2(const Options& o, std::ostream& out) {
               "  matrix: S_ii ≥ 0 and 2·S_ij ≤ S_ii + S_jj, so no pair can beat both of its diagonals — yet a token\n"
               "  with a short projection can still score higher with a long, aligned neighbour than with itself.\n",
               "  没有任何机制保证 S_ii 最大：q_i 与 k_i 来自不同的矩阵，某个词的 Query 可能与别的词的 Key 更匹配。\n"
-              "  令 W_Q = W_K 时 S_ij = (x_i·W)·(x_j·W) 是 Gram 矩阵：S_ii ≥ 0 且 2·S_ij ≤ S_ii + S_jj，\n"
-              "  任何一对都不能同时超过两个对角元——但投影较短的词仍可能与一个更长、方向相近的邻居得分更高。\n");
+              "  令 W_Q = W_K，则 S_ij = (x_i·W)·(x_j·W) 是 Gram 矩阵：S_ii ≥ 0 且 2·S_ij ≤ S_ii + S_jj，\n"
+              "  任何 S_ij 都不会同时大于 S_ii 和 S_jj——但投影较短的词与一个投影更长、方向相近的邻居之间的分数，\n"
+              "  仍可能高于它与自身的分数。\n");
 }
 
-// What a fitted time exponent says, in words that follow from its value.
-// The words are chosen from the value as printed (2 decimals), so that "2.15: close to 2" and
-// "2.15: above 2" cannot both be read off the same screen.
-std::string describe_exponent(Lang l, const char* name, double exact) {
-    const long hundredths = std::lround(exact * 100);  // the value as printed, in hundredths
-    std::string s = std::string("    ") + name + " " + fixed(double(hundredths) / 100, 2) + tr(l, ": ", "：");
-    if (std::abs(hundredths - 200) <= 15)
-        return s + tr(l, "close to 2, as the count of scores.\n", "接近 2，与分数个数一致。\n");
-    if (hundredths < 200)
-        return s + tr(l, "below 2: fixed costs weigh more at small n than at large n.\n",
-                      "低于 2：小 n 时固定开销所占比例更大。\n");
-    return s +
-           tr(l, "above 2: a score costs more at large n than at small n.\n", "高于 2：n 越大，每个分数的代价越高。\n");
+// What the runs' time exponents say, in words chosen by ex::growth_verdict from every run, not from one:
+// "close to 2" only when all runs are, "above 2" only when all are above the margin, and the runs
+// "do not decide" when they fall on both sides of it.
+std::string describe_exponent(Lang l, const char* name, const ex::ExponentSpread& e, std::size_t runs) {
+    std::ostringstream out;
+    const std::string count = std::to_string(runs), range = tr(l, " (", "（") + fixed(e.lowest, 2) +
+                                                            tr(l, " to ", " 至 ") + fixed(e.highest, 2) +
+                                                            tr(l, ")", "）");
+    const std::string bounds =
+        fixed(2 - ex::growth_margin, 2) + tr(l, " and of ", " 和 ") + fixed(2 + ex::growth_margin, 2);
+    out << "    " << name << " " << fixed(e.median, 2) << tr(l, ": ", "：");
+    switch (ex::growth_verdict(e)) {
+        case ex::GrowthVerdict::close_to_2:
+            out << tr(l, "close to 2 in all ", "") << count << tr(l, " runs", " 次运行都接近 2") << range
+                << tr(l, ",\n      as the count of scores.\n", "，与分数个数的增长一致。\n");
+            break;
+        case ex::GrowthVerdict::below_2:
+            out << tr(l, "below 2 in all ", "") << count << tr(l, " runs", " 次运行都低于 2") << range
+                << tr(l, ",\n      so fixed costs weigh more at small n than at large n.\n",
+                      "，说明 n 较小时固定开销所占的比例更大。\n");
+            break;
+        case ex::GrowthVerdict::above_2:
+            out << tr(l, "above 2 in all ", "") << count << tr(l, " runs", " 次运行都高于 2") << range
+                << tr(l, ",\n      so a score costs more at large n than at small n.\n",
+                      "，说明 n 越大，每个分数的代价越高。\n");
+            break;
+        case ex::GrowthVerdict::undecided:
+            out << tr(l, "the ", "") << count << tr(l, " runs do not decide", " 次运行无法给出结论") << range
+                << tr(l, ",\n      since they do not all lie on one side of ", "，因为各轮并不都落在 ") << bounds
+                << tr(l, ".\n", " 的同一侧。\n");
+            break;
+    }
+    return out.str();
 }
 
 void exercise3(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    constexpr std::size_t repeats = 5;
+    constexpr std::size_t runs = 5;
     const Progress progress;
     out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
               "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
         << tr(l, "  n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB), for one head.\n\n",
-              "  n = 1000 时有 1000² = 1,000,000 个分数，float32 占 4,000,000 字节（3.8 MiB），这只是一个头。\n\n")
-        << tr(l, "  Measured: one call of the core, d = 64, median of ", "  实测：单次调用注意力核心，d = 64，取 ")
-        << repeats << tr(l, " repeats:\n", " 次重复的中位数：\n") << "  " << pad_right("n", 7)
+              "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 MiB），\n"
+              "  这还只是一个头。\n\n")
+        << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
+              "  实测：单次调用注意力的核心计算所需的时间，d = 64；把所有 n 依次计时一轮，共 ")
+        << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮，\n  表中是每个 n 在 ") << runs
+        << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
         << "\n";
     const std::vector<std::size_t> ns = {o.largest / 16, o.largest / 8, o.largest / 4, o.largest / 2, o.largest};
     const auto tell = [&](const char* backend) {
-        return [&, backend](std::size_t n) { progress(std::string(backend) + " n = " + std::to_string(n)); };
+        return [&, backend](std::size_t run, std::size_t n) {
+            progress(std::string(backend) + " " + std::to_string(run) + "/" + std::to_string(runs) +
+                     " n = " + std::to_string(n));
+        };
     };
-    const auto naive = ex::growth_experiment(ns, Backend::naive, repeats, tell("naive"));
-    const auto simd = ex::growth_experiment(ns, Backend::simd, repeats, tell("simd"));
-    const auto fused = ex::growth_experiment(ns, Backend::fused, repeats, tell("fused"));
-    std::vector<double> x, scores, bytes, t_naive, t_simd;
+    const auto naive_runs = ex::growth_runs(ns, Backend::naive, runs, tell("naive"));
+    const auto simd_runs = ex::growth_runs(ns, Backend::simd, runs, tell("simd"));
+    const auto fused = ex::median_of_runs(ex::growth_runs(ns, Backend::fused, runs, tell("fused")));
+    const auto naive = ex::median_of_runs(naive_runs), simd = ex::median_of_runs(simd_runs);
+    std::vector<double> x, scores, bytes;
     for (std::size_t k = 0; k < ns.size(); ++k) {
         out << "  " << pad_right(std::to_string(ns[k]), 7) << pad_left(std::to_string(naive[k].scores), 12)
             << pad_left(std::to_string(naive[k].score_bytes), 13)
@@ -247,19 +305,23 @@ void exercise3(const Options& o, std::ostream& out) {
         x.push_back(double(ns[k]));
         scores.push_back(double(naive[k].scores));
         bytes.push_back(double(naive[k].score_bytes));
-        t_naive.push_back(naive[k].seconds);
-        t_simd.push_back(simd[k].seconds);
     }
     out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：") << "\n    "
         << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << tr(l, ", ", "，")
         << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << "\n\n"
-        << tr(l, "  The counts grow as n² exactly. The measured times:\n",
-              "  分数个数与字节数严格按 n² 增长。实测时间：\n")
-        << describe_exponent(l, "naive", ex::fitted_exponent(x, t_naive))
-        << describe_exponent(l, "simd", ex::fitted_exponent(x, t_simd))
+        << tr(l,
+              "  The counts grow as n² exactly. For the times, p is fitted to each run; below are the median\n"
+              "  of the runs, their range in parentheses, and a verdict only where all runs lie on one side\n"
+              "  of ",
+              "  分数个数与字节数严格按 n² 增长。实测时间：对每轮分别拟合 p，先给出中位数，括号内为各轮的范围；\n"
+              "  只有各轮都落在 ")
+        << fixed(2 - ex::growth_margin, 2) << tr(l, " and of ", " 和 ") << fixed(2 + ex::growth_margin, 2)
+        << tr(l, ":\n", " 的同一侧时才下结论：\n")
+        << describe_exponent(l, "naive", ex::time_exponents(naive_runs), runs)
+        << describe_exponent(l, "simd", ex::time_exponents(simd_runs), runs)
         << tr(l,
               "  The fused backend computes the same output with no n×n matrix at all (bench/ measures its memory).\n",
-              "  fused 后端算出相同的输出，但完全不保存 n×n 矩阵（内存见 bench/）。\n");
+              "  fused 后端算出相同的输出，却完全不生成 n×n 矩阵（内存占用的测量见 bench/）。\n");
 }
 
 void exercise4(const Options& o, std::ostream& out) {
@@ -285,12 +347,14 @@ void exercise4(const Options& o, std::ostream& out) {
         }
         const bool ok = last_seen <= i;
         all_ok = all_ok && ok;
-        out << "  " << pad_right(p.row_labels[i], 9) << tr(l, "sees positions 1..", "看到位置 1..") << last_seen + 1
-            << tr(l, ", row sum ", "，行和 ") << fixed(sum, 4) << "  " << (ok ? "✓" : "✗") << "\n";
+        out << "  " << pad_right(p.row_labels[i], 9);
+        if (last_seen == 0) out << tr(l, "sees only position 1", "只能看到位置 1");
+        else out << tr(l, "sees positions 1 to ", "只能看到位置 1 到 ") << last_seen + 1;
+        out << tr(l, ", row sum ", "，该行之和 ") << fixed(sum, 4) << "  " << (ok ? "✓" : "✗") << "\n";
     }
     out << "\n  "
-        << (all_ok ? tr(l, "every row i attends only to j ≤ i", "每一行 i 都只关注 j ≤ i")
-                   : tr(l, "a row attends to the future: this is a bug", "有行关注了未来：这是错误"))
+        << (all_ok ? tr(l, "every row i attends only to j ≤ i", "每一行 i 都只关注 j ≤ i 的位置")
+                   : tr(l, "a row attends to the future: this is a bug", "有一行关注了未来的位置：这是程序错误"))
         << "\n";
 }
 
@@ -319,17 +383,20 @@ int exercise_command(std::span<const std::string> args) {
         std::cout << tr(
             o.lang,
             "Usage: attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
-            "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024\n"
+            "  1  √d_k vs d_k vs no scaling: entropy, max weight, softmax Jacobian, for d_k = 4 … 1024, averaged over\n"
+            "     draws with their spread\n"
             "  2  is S_ii the row maximum? the worked example, K random draws, and W_Q = W_K\n"
             "  3  n = 1000 and O(n²): scores, memory, measured time for n = 250 … 4000 (--largest N:\n"
-            "     N/16 … N instead), fitted exponents\n"
+            "     N/16 … N instead), fitted exponents, and a verdict only where every run agrees\n"
             "  4  the causal mask on the worked example, with the check that row i sees only j ≤ i\n"
             "  5  output[0] against V[0] and what their difference is made of\n",
             "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
-            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重、softmax 雅可比\n"
+            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重与 softmax "
+            "雅可比矩阵的范数，\n     取多次抽样的平均值及其标准差\n"
             "  2  S_ii 是否为行最大值？依次看示例、K 组随机权重，以及 W_Q = W_K 的情形\n"
-            "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … N）的实测时间与拟合指数\n"
-            "  4  示例上的因果掩码，并检查第 i 行只看到 j ≤ i\n"
+            "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … "
+            "N）的实测时间与拟合指数；\n     只有各轮结果一致时才下结论\n"
+            "  4  示例上的因果掩码，并检查第 i 行只关注 j ≤ i 的位置\n"
             "  5  比较 output[0] 与 V[0]，以及差值由什么构成\n");
         return 0;
     }
@@ -365,7 +432,8 @@ int variance_command(std::span<const std::string> args) {
               "are independent, so the variances add up to d_k. Dividing by √d_k divides the variance by d_k.\n\n",
               "q, k ~ N(0, I) 时的 Var(q·k)：d_k 个乘积 q_i·k_i 各自均值为 0、方差为 1 且相互独立，\n"
               "方差相加得 d_k；把分数除以 √d_k，方差就缩小为原来的 1/d_k。\n\n")
-        << "  " << o.samples << tr(l, " samples per d_k, seed ", " 个样本（每个 d_k），随机种子 ") << o.seed << "\n\n"
+        << tr(l, "  ", "  每个 d_k 取 ") << o.samples << tr(l, " samples per d_k, seed ", " 个样本，随机种子 ")
+        << o.seed << "\n\n"
         << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论"), 9)
         << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论"), 9) << "\n";
     for (const auto& r : results) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -49,6 +50,7 @@ LearnOptions parse(std::span<const std::string> args) {
         reject_repeated(seen, args[i], "learn");
         std::string v;
         if (args[i] == "-h" || args[i] == "--help") o.help = true;
+        else if (args[i] == "--train-values") o.settings.train_values = true;
         else if (option_value(args, i, "--task", v, "learn")) {
             if (v != "sentence" && v != "retrieval")
                 throw UsageError("learn: --task must be sentence or retrieval, got '" + v + "'");
@@ -77,10 +79,33 @@ std::vector<std::string> token_names(learn::Task task, std::size_t n, Lang lang)
     return names;
 }
 
+// The shortest decimal that reads back to the same float: 0.05, 0.0004, 1e-07.
+std::string shortest(float x) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
+        if (std::strtof(buf, nullptr) == x) break;
+    }
+    return buf;
+}
+
 std::string loss_text(double L) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6f", L);
     return buf;
+}
+
+// The weights training changes: W_Q and W_K, and W_V when asked.
+std::vector<std::string> trained_names(const learn::Settings& s) {
+    std::vector<std::string> names = {"W_Q", "W_K"};
+    if (s.train_values) names.push_back("W_V");
+    return names;
+}
+
+// The smallest and the largest of α's weights on the wanted cells, "0.9712–0.9987".
+std::string range_text(const std::vector<float>& weights, Lang l) {
+    const auto [lo, hi] = std::minmax_element(weights.begin(), weights.end());
+    return format_number(*lo, 4) + tr(l, "–", " 到 ") + format_number(*hi, 4);
 }
 
 // α with the tokens as labels, then each row's largest weight against the cell the task wants.
@@ -99,25 +124,82 @@ std::string alpha_text(const Matrix& alpha, const learn::Problem& p, const std::
     return out.str();
 }
 
+// What is trained, the sizes, and why L falls: the story the run then shows.
+std::string story(const LearnOptions& o, const learn::Problem& p) {
+    const Lang l = o.lang;
+    std::ostringstream out;
+    out << "  n = " << p.X.rows() << tr(l, ", ", "，") << "d_model = " << p.X.cols() << tr(l, ", ", "，")
+        << "d_k = " << p.d_k << tr(l, ", ", "，") << "d_v = " << p.W_V.cols()
+        << (o.task == learn::Task::sentence
+                ? tr(l, " (the worked example's X and W_V)", "（示例中的 X 与 W_V）")
+                : tr(l, " (random embeddings; W_V = I, so each value starts as its token's embedding)",
+                     "（随机嵌入；W_V = I，每个 Value 起初就是它自己的词的嵌入）"))
+        << tr(l, ".\n  Trained: ", "。\n  训练：");
+    const auto names = trained_names(o.settings);
+    for (std::size_t k = 0; k < names.size(); ++k)
+        out << (k == 0 ? "" : k + 1 < names.size() ? tr(l, ", ", "、") : tr(l, " and ", " 和 ")) << names[k];
+    out << tr(l, ".", "。");
+    if (!o.settings.train_values)
+        return out.str() +
+               tr(l,
+                  " W_V stays fixed, so the values never change.\n"
+                  "  Token i's target is the value of the token it should read, T_i = v_p(i), and O_i = Σ_j α_ij·v_j\n"
+                  "  reaches it only when row i of α puts all its weight there: L = ½‖O − T‖² falls as α moves to\n"
+                  "  those cells. W_Q and W_K start small (α near uniform) and are trained with Adam on the gradients\n"
+                  "  of attention/backward.cpp.",
+                  "W_V 固定不变，因此每个词的 Value 也始终不变。\n"
+                  "  第 i 个词的目标是它应当关注的那个词的 Value，即 T_i = v_p(i)；只有当 α 的第 i 行\n"
+                  "  把全部权重放在那个词上时，O_i = Σ_j α_ij·v_j 才等于 T_i。因此 α 的权重移向这些位置，\n"
+                  "  L = ½‖O − T‖² 就随之下降。W_Q、W_K 从很小的值开始（α 接近均匀），\n"
+                  "  用 Adam 按 attention/backward.cpp 算出的梯度训练。");
+    return out.str() +
+           tr(l,
+              "\n  Token i's target is the value the token it should read had at the start, T_i = v_p(i). The values\n"
+              "  themselves now move toward the targets: part of the error L = ½‖O − T‖² is taken up by W_V, and α\n"
+              "  need not move as far. All three are trained with Adam on the gradients of attention/backward.cpp.",
+              "\n  第 i 个词的目标是它应当关注的那个词在训练开始时的 Value，即 T_i = v_p(i)。这时 Value 本身\n"
+              "  也会向目标靠拢：误差 L = ½‖O − T‖² 中有一部分被 W_V 吸收，α 就不必移动那么远。\n"
+              "  三个矩阵都用 Adam 按 attention/backward.cpp 算出的梯度训练。");
+}
+
+// How far α went: its weight on the wanted cells at the end and, when W_V was trained too, the same
+// run with W_V fixed beside it, and how much W_V moved.
+std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
+    const Lang l = o.lang;
+    const std::vector<float> reached = learn::wanted_weights(run.alpha_end, p);
+    std::ostringstream out;
+    out << "  " << tr(l, "The wanted cells now hold ", "现在每一行分给目标位置的权重在 ") << range_text(reached, l)
+        << tr(l, " of their rows' weight.\n", " 之间。\n");
+    if (!o.settings.train_values) return out.str();
+    learn::Settings fixed = o.settings;
+    fixed.train_values = false;
+    const std::vector<float> alone = learn::wanted_weights(learn::train(p, fixed).alpha_end, p);
+    const double sum_reached = std::accumulate(reached.begin(), reached.end(), 0.0),
+                 sum_alone = std::accumulate(alone.begin(), alone.end(), 0.0);
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.1f%%", 100 * learn::values_moved(p, run));
+    out << "  " << tr(l, "With W_V fixed, the same steps take them to ", "若固定 W_V，同样的训练能让这些权重达到 ")
+        << range_text(alone, l)
+        << (sum_reached < sum_alone ? tr(l, ".\n  Here α moved less, while W_V moved by ",
+                                         "。\n  这次 α 移动得更少，W_V 则变化了自身大小的 ")
+                                    : tr(l, ".\n  Here α moved at least as far, and W_V moved by ",
+                                         "。\n  这次 α 移动得并不更少，W_V 变化了自身大小的 "))
+        << percent << tr(l, " of its size (‖ΔW_V‖/‖W_V‖).\n", "（‖ΔW_V‖/‖W_V‖）。\n");
+    return out.str();
+}
+
 std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
     const Lang l = o.lang;
     const std::vector<std::string> tokens = token_names(o.task, p.X.rows(), l);
     std::ostringstream out;
     out << tr(l, "Watching attention learn: ", "观察注意力如何学习：")
         << (o.task == learn::Task::sentence ? tr(l, "the lesson's sentence", "课程中的句子")
-                                            : tr(l, "finding a partner among 8 tokens", "在 8 个词中找到搭档"))
-        << "\n  "
-        << tr(l,
-              "Token i's target is the embedding of the token it should read. W_V starts as the identity (each "
-              "value is its own token's embedding), W_Q and W_K start small (α near uniform), so L = ½‖O − T‖² "
-              "falls as row i of α moves its weight there. The three are trained with Adam on the gradients of "
-              "attention/backward.cpp; nothing else changes.",
-              "第 i 个词的目标是它应当读取的那个词的嵌入。W_V 从单位矩阵开始（每个 Value 就是它自己的词的嵌入），"
-              "W_Q、W_K 从很小的值开始（α 接近均匀），所以 α 的第 i 行把权重移到那里，L = ½‖O − T‖² 就随之下降。"
-              "这三个矩阵用 Adam 按 attention/backward.cpp 的梯度训练；其余一概不变。")
-        << "\n  " << tr(l, "Settings", "设置") << tr(l, ": ", "：") << "steps = " << o.settings.steps
-        << ", lr = " << format_number(o.settings.learning_rate, 3) << ", seed = " << o.settings.seed
-        << ", backend = " << to_string(o.settings.backend) << "\n\n"
+                                            : tr(l, "finding a partner among 8 tokens", "在 8 个词中找到各自的搭档"))
+        << "\n"
+        << story(o, p) << "\n  " << tr(l, "Settings: steps = ", "设置：训练步数 steps = ") << o.settings.steps
+        << tr(l, ", lr = ", "，Adam 步长 lr = ") << shortest(o.settings.learning_rate)
+        << tr(l, ", seed = ", "，随机种子 seed = ") << o.settings.seed << tr(l, ", backend = ", "，后端 backend = ")
+        << to_string(o.settings.backend) << "\n\n"
         << tr(l, "α at the start (step 0)", "开始时的 α（第 0 步）") << "\n"
         << alpha_text(run.alpha_start, p, tokens, l) << "\n"
         << tr(l, "Loss", "损失") << "\n";
@@ -132,28 +214,88 @@ std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Ru
         << tr(l, "α at the end (step ", "结束时的 α（第 ") << run.loss.size() - 1 << tr(l, ")", " 步）") << "\n"
         << alpha_text(run.alpha_end, p, tokens, l) << "\n  " << tr(l, "L fell from ", "L 从 ")
         << loss_text(run.loss.front()) << tr(l, " to ", " 降到 ") << loss_text(run.loss.back()) << tr(l, ".", "。")
-        << "\n";
+        << "\n"
+        << outcome(o, p, run);
     return out.str();
 }
 
+// A JSON array of `items`, each written by `item`.
+template <class List, class Item>
+std::string json_list(const List& items, Item item) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < items.size(); ++k) out += (k ? ", " : "") + item(items[k]);
+    return out + "]";
+}
+
 std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
+    const auto index = [](std::size_t i) { return std::to_string(i); };
+    const auto number = [](double x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", x);
+        return std::string(buf);
+    };
+    const auto quoted = [](const std::string& s) { return json_string(s); };
     std::ostringstream out;
     out << "{\n  \"task\": " << json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
-        << ",\n  \"lr\": " << loss_text(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
-        << ",\n  \"tokens\": [";
-    const auto tokens = token_names(o.task, p.X.rows(), o.lang);
-    for (std::size_t i = 0; i < tokens.size(); ++i) out << (i ? ", " : "") << json_string(tokens[i]);
-    out << "],\n  \"wanted\": [";
-    for (std::size_t i = 0; i < p.wanted.size(); ++i) out << (i ? ", " : "") << p.wanted[i];
-    out << "],\n  \"loss\": [";
-    for (std::size_t k = 0; k < run.loss.size(); ++k) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.9g", run.loss[k]);
-        out << (k ? ", " : "") << buf;
-    }
-    out << "],\n  \"middle_step\": " << run.middle_step << ",\n  \"alpha_start\": " << json_matrix(run.alpha_start)
+        << ",\n  \"lr\": " << shortest(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
+        << ",\n  \"backend\": " << json_string(to_string(o.settings.backend))
+        << ",\n  \"train_values\": " << (o.settings.train_values ? "true" : "false")
+        << ",\n  \"trained\": " << json_list(trained_names(o.settings), quoted) << ",\n  \"n\": " << p.X.rows()
+        << ",\n  \"d_model\": " << p.X.cols() << ",\n  \"d_k\": " << p.d_k << ",\n  \"d_v\": " << p.W_V.cols()
+        << ",\n  \"tokens\": " << json_list(token_names(o.task, p.X.rows(), o.lang), quoted)
+        << ",\n  \"wanted\": " << json_list(p.wanted, index) << ",\n  \"loss\": " << json_list(run.loss, number)
+        << ",\n  \"middle_step\": " << run.middle_step << ",\n  \"alpha_start\": " << json_matrix(run.alpha_start)
         << ",\n  \"alpha_middle\": " << json_matrix(run.alpha_middle)
-        << ",\n  \"alpha_end\": " << json_matrix(run.alpha_end) << "\n}\n";
+        << ",\n  \"alpha_end\": " << json_matrix(run.alpha_end)
+        << ",\n  \"alpha_wanted_end\": " << json_list(learn::wanted_weights(run.alpha_end, p), number)
+        << ",\n  \"W_V_end\": " << json_matrix(run.W_V_end) << "\n}\n";
+    return out.str();
+}
+
+// The help text, with the defaults read from learn::Settings{}: one place says what they are.
+std::string help(Lang l) {
+    const learn::Settings defaults;
+    std::ostringstream out;
+    out << tr(l,
+              "Usage: attn learn [options]\n\n"
+              "Trains W_Q and W_K (W_V stays fixed unless --train-values) on a task whose right attention is known,\n"
+              "with the gradients of the backward pass, and prints the loss and α at the start, half-way and at\n"
+              "the end.\n\n"
+              "Options:\n"
+              "  --task sentence|retrieval  the lesson's 猫 坐 地毯 (猫 reads 坐, 坐 reads 猫, 地毯 reads 坐; d_model "
+              "= 4,\n"
+              "                             d_k = d_v = 3; default), or 8 random tokens, each to find the partner a\n"
+              "                             shuffle gave it (d_model = d_k = d_v = 8)\n"
+              "  --train-values             train W_V too: the values then move toward the targets and take up part\n"
+              "                             of the error, and α moves less\n"
+              "  --steps N                  training steps (default ",
+              "用法：attn learn [选项]\n\n"
+              "在一个正确注意力已知的任务上，用反向传播的梯度训练 W_Q 和 W_K（除非给出 --train-values，W_V "
+              "保持不变），\n"
+              "打印损失，以及开始、训练到一半和结束时的 α。\n\n"
+              "选项：\n"
+              "  --task sentence|retrieval  课程中的「猫 坐 地毯」（猫关注坐、坐关注猫、地毯关注坐；d_model = 4，\n"
+              "                             d_k = d_v = 3；默认），或 8 "
+              "个随机的词，每个词要找到随机打乱后分给它的搭档\n"
+              "                             （d_model = d_k = d_v = 8）\n"
+              "  --train-values             同时训练 W_V：Value 会向目标移动并吸收一部分误差，α 移动得更少\n"
+              "  --steps N                  训练步数（默认 ")
+        << defaults.steps
+        << tr(l, ")\n  --lr X                     Adam's step size, in (0, 1] (default ",
+              "）\n  --lr X                     Adam 的步长，取值范围 (0, 1]（默认 ")
+        << shortest(defaults.learning_rate)
+        << tr(l, ")\n  --seed N                   the initial weights, and the retrieval task (default ",
+              "）\n  --seed N                   初始权重与 retrieval 任务的随机种子（默认 ")
+        << defaults.seed
+        << tr(l, ")\n  --backend naive|simd|parallel   (default ", "）\n  --backend naive|simd|parallel   （默认 ")
+        << to_string(defaults.backend)
+        << tr(l,
+              ")\n  --lang en|zh               language (default: from LANG)\n"
+              "  --format text|json         json: the loss at every step and the three α, for programs\n"
+              "  -h, --help                 this text\n",
+              "）\n  --lang en|zh               语言（默认取自 LANG）\n"
+              "  --format text|json         json：每一步的损失和三个 α，供程序读取\n"
+              "  -h, --help                 显示本帮助\n");
     return out.str();
 }
 
@@ -162,37 +304,7 @@ std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Ru
 int learn_command(std::span<const std::string> args) {
     const LearnOptions o = parse(args);
     if (o.help) {
-        std::cout << tr(o.lang, R"(Usage: attn learn [options]
-
-Trains W_Q, W_K and W_V (nothing else) on a task whose right attention is known, with the gradients
-of the backward pass, and prints the loss and α at the start, half-way and at the end.
-
-Options:
-  --task sentence|retrieval  the lesson's 猫 坐 地毯 (猫 reads 坐, 坐 reads 猫, 地毯 reads 坐; default), or
-                             8 random tokens, each to find the partner a shuffle gave it
-  --steps N                  training steps (default 300)
-  --lr X                     Adam's step size, in (0, 1] (default 0.05)
-  --seed N                   the initial weights, and the retrieval task (default 1)
-  --backend naive|simd|parallel
-  --lang en|zh               language (default: from LANG)
-  --format text|json         json: the loss at every step and the three α, for programs
-  -h, --help                 this text
-)",
-                        R"(用法：attn learn [选项]
-
-只训练 W_Q、W_K、W_V，任务的正确注意力是已知的；用反向传播的梯度训练，打印损失，以及开始、一半、结束时的 α。
-
-选项：
-  --task sentence|retrieval  课程中的「猫 坐 地毯」（猫读坐，坐读猫，地毯读坐；默认），或
-                             8 个随机的词，每个词要找到打乱顺序后分给它的搭档
-  --steps N                  训练步数（默认 300）
-  --lr X                     Adam 的步长，取值 (0, 1]（默认 0.05）
-  --seed N                   初始权重与 retrieval 任务的随机种子（默认 1）
-  --backend naive|simd|parallel
-  --lang en|zh               语言（默认取自 LANG）
-  --format text|json         json：每一步的损失和三个 α，供程序读取
-  -h, --help                 显示本帮助
-)");
+        std::cout << help(o.lang);
         return 0;
     }
     const learn::Problem problem = learn::make_problem(o.task, o.settings.seed);

@@ -40,6 +40,33 @@ TEST_CASE("exercise 1: entropy is ordered none < ÷√d_k < ÷d_k at every d_k �
     CHECK(results[11].mean.entropy > 0.99 * std::log(64.0));
 }
 
+TEST_CASE("exercise 1 over draws: the mean and spread of each draw's row averages", "[experiments][exercise1]") {
+    const std::vector<std::size_t> dims = {4, 64};
+    const auto one = ex::scaling_over_draws(dims, 16, 16, 1, 5);
+    const auto single = ex::scaling_experiment(dims, 16, 16, 5);
+    REQUIRE(one.size() == single.size());
+    for (std::size_t k = 0; k < one.size(); ++k) {
+        CHECK(one[k].mean.entropy == Approx(single[k].mean.entropy));
+        CHECK(one[k].spread.entropy == 0.0);
+    }
+    const auto three = ex::scaling_over_draws(dims, 16, 16, 3, 5);
+    const auto draw = [&](unsigned seed) { return ex::scaling_experiment(dims, 16, 16, seed); };
+    const auto a = draw(5), b = draw(6), c = draw(7);
+    for (std::size_t k = 0; k < three.size(); ++k) {
+        const double x[3] = {a[k].mean.max_weight, b[k].mean.max_weight, c[k].mean.max_weight};
+        const double mean = (x[0] + x[1] + x[2]) / 3;
+        const double var =
+            ((x[0] - mean) * (x[0] - mean) + (x[1] - mean) * (x[1] - mean) + (x[2] - mean) * (x[2] - mean)) / 3;
+        CHECK(three[k].mean.max_weight == Approx(mean));
+        CHECK(three[k].spread.max_weight == Approx(std::sqrt(var)).margin(1e-9));
+        CHECK(three[k].spread.max_weight > 0);
+    }
+    CHECK_THROWS_AS(ex::scaling_over_draws(dims, 16, 16, 0, 5), std::invalid_argument);
+    // ÷√d_k: the means of 20 draws lie closer together than one draw varies (what exercise 1 says)
+    const auto trend = ex::scaling_trend(ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, 20, 1), Scale::sqrt_dk);
+    CHECK(trend.max_entropy - trend.min_entropy < trend.max_entropy_spread);
+}
+
 TEST_CASE("exercise 2: the diagonal is not guaranteed; with W_Q = W_K no pair beats both diagonals",
           "[experiments][exercise2]") {
     const auto r = ex::diagonal_experiment(5000, 3, 2);
@@ -65,6 +92,26 @@ TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2",
     CHECK(ex::growth_experiment({64}, attn::Backend::fused, 1)[0].score_bytes == 0);
     CHECK(ex::fitted_exponent({1, 2, 4, 8}, {3, 3 * std::pow(2, 2.5), 3 * std::pow(4, 2.5), 3 * std::pow(8, 2.5)}) ==
           Approx(2.5));
+}
+
+TEST_CASE("exercise 3 over runs: each n's median, and each run's exponent", "[experiments][exercise3]") {
+    const auto point = [](std::size_t n, double seconds) { return ex::GrowthPoint{n, n * n, 0, seconds}; };
+    // three runs, times ∝ n², n^2.5 and n³ (exponents 2, 2.5, 3), and one run slowed at n = 20
+    const std::vector<ex::GrowthRun> runs = {{point(10, 1), point(20, 4), point(40, 16)},
+                                             {point(10, 1), point(20, std::pow(2, 2.5)), point(40, std::pow(4, 2.5))},
+                                             {point(10, 1), point(20, 8), point(40, 64)}};
+    const auto medians = ex::median_of_runs(runs);
+    CHECK(medians[1].seconds == std::pow(2, 2.5));
+    CHECK(medians[2].seconds == std::pow(4, 2.5));
+    const ex::ExponentSpread e = ex::time_exponents(runs);
+    CHECK(e.lowest == Approx(2.0));
+    CHECK(e.median == Approx(2.5));
+    CHECK(e.highest == Approx(3.0));
+    CHECK(ex::growth_verdict(e) == ex::GrowthVerdict::undecided);
+    const auto measured = ex::growth_runs({16, 32}, attn::Backend::simd, 3);
+    REQUIRE(measured.size() == 3);
+    for (const auto& run : measured) CHECK((run.size() == 2 && run[1].n == 32 && run[1].seconds > 0));
+    CHECK_THROWS_AS(ex::growth_runs({16}, attn::Backend::simd, 0), std::invalid_argument);
 }
 
 TEST_CASE("exercise 5: o₁ − v₁ equals Σ_{j≠1} α₁ⱼ·(v_j − v₁) within 1e-6", "[experiments][exercise5]") {

@@ -1,0 +1,189 @@
+// `attn learn` and the words of `attn exercise 1, 3, 4`: every setting echoed so that it reads back,
+// the sizes and the trained matrices stated, the defaults printed from learn::Settings{}, and each
+// claim under a table chosen from what the table (or every run) shows.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attention/experiments.hpp"
+#include "attention/learn.hpp"
+#include "matrix/print.hpp"
+#include "run_attn.hpp"
+
+using Catch::Contains;
+namespace ex = attn::experiments;
+namespace learn = attn::learn;
+
+namespace {
+
+// The text after `key` up to the next ',' or newline: a JSON field's value as written.
+std::string field(const std::string& json, const std::string& key) {
+    const std::size_t at = json.find("\"" + key + "\": ");
+    if (at == std::string::npos) return "";
+    const std::size_t start = at + key.size() + 4;
+    return json.substr(start, json.find_first_of(",\n", start) - start);
+}
+
+std::string range(const std::vector<float>& w) {
+    const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+    return attn::format_number(*lo, 4) + "–" + attn::format_number(*hi, 4);
+}
+
+}  // namespace
+
+TEST_CASE("attn learn echoes --lr as the shortest decimal that reads back to the float it used", "[cli][learn]") {
+    for (const char* lr : {"1e-7", "4e-4", "0.05", "0.123456789", "1"}) {
+        INFO("--lr " << lr);
+        const RunResult json = run_attn(std::string("learn --steps 2 --format json --lr ") + lr);
+        REQUIRE(json.status == 0);
+        const std::string echoed = field(json.out, "lr");
+        CHECK(std::strtof(echoed.c_str(), nullptr) == std::strtof(lr, nullptr));
+        const RunResult text = run_attn(std::string("learn --steps 2 --lr ") + lr);
+        CHECK_THAT(text.out, Contains("lr = " + echoed + ","));
+    }
+    CHECK(field(run_attn("learn --steps 2 --format json --lr 1e-7").out, "lr") == "1e-07");
+    CHECK_THAT(run_attn("learn --steps 2 --lr 4e-4").out, Contains("lr = 0.0004,"));
+}
+
+TEST_CASE("attn learn states the sizes and which matrices it trains, in text and JSON", "[cli][learn]") {
+    const RunResult plain = run_attn("learn --format json"), values = run_attn("learn --format json --train-values");
+    REQUIRE((plain.status == 0 && values.status == 0));
+    for (const auto& [key, want] : std::vector<std::pair<std::string, std::string>>{{"n", "3"},
+                                                                                    {"d_model", "4"},
+                                                                                    {"d_k", "3"},
+                                                                                    {"d_v", "3"},
+                                                                                    {"steps", "300"},
+                                                                                    {"seed", "1"},
+                                                                                    {"backend", "\"naive\""},
+                                                                                    {"train_values", "false"},
+                                                                                    {"trained", "[\"W_Q\""}}) {
+        INFO(key);
+        CHECK(field(plain.out, key) == want);
+    }
+    CHECK_THAT(plain.out, Contains("\"trained\": [\"W_Q\", \"W_K\"],"));
+    CHECK_THAT(values.out, Contains("\"trained\": [\"W_Q\", \"W_K\", \"W_V\"],") && Contains("\"train_values\": true"));
+    const RunResult retrieval = run_attn("learn --task retrieval --format json");
+    CHECK((field(retrieval.out, "d_model") == "8" && field(retrieval.out, "d_k") == "8" &&
+           field(retrieval.out, "d_v") == "8"));
+    CHECK_THAT(run_attn("learn").out, Contains("n = 3, d_model = 4, d_k = 3, d_v = 3") &&
+                                          Contains("Trained: W_Q and W_K.") && Contains("W_V stays fixed"));
+    CHECK_THAT(run_attn("learn --lang zh").out, Contains("n = 3，d_model = 4，d_k = 3，d_v = 3") &&
+                                                    Contains("训练：W_Q 和 W_K。") && Contains("W_V 固定不变"));
+    CHECK_THAT(run_attn("learn --train-values").out, Contains("Trained: W_Q, W_K and W_V."));
+}
+
+TEST_CASE("attn learn in Chinese: full-width punctuation after Chinese text, no English sentence", "[cli][learn]") {
+    for (const char* args : {"", " --train-values", " --task retrieval", " --help"}) {
+        const RunResult r = run_attn(std::string("learn --lang zh") + args);
+        REQUIRE(r.status == 0);
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) {
+            INFO("attn learn --lang zh" << args << ": " << line);
+            for (std::size_t k = 1; k < line.size(); ++k) {
+                const char c = line[k];
+                CHECK_FALSE(((c == ':' || c == ',' || c == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80));
+            }
+        }
+        if (std::string(args) != " --help")
+            CHECK_THAT(r.out, !Contains("the ") && !Contains("Trained") && !Contains("Settings") && !Contains("读"));
+    }
+}
+
+TEST_CASE("attn learn --help prints the defaults of learn::Settings", "[cli][learn]") {
+    const learn::Settings defaults;
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", double(defaults.learning_rate));
+    for (const char* lang : {"en", "zh"}) {
+        INFO(lang);
+        const RunResult r = run_attn(std::string("learn --help --lang ") + lang);
+        REQUIRE(r.status == 0);
+        const std::string open = std::string(lang) == "zh" ? "默认 " : "default ";
+        CHECK_THAT(r.out, Contains(open + std::to_string(defaults.steps)) && Contains(open + lr) &&
+                              Contains(open + std::to_string(defaults.seed)) && Contains("--train-values"));
+    }
+}
+
+TEST_CASE("attn learn's last lines are what the run reached, and --train-values compares with W_V fixed",
+          "[cli][learn]") {
+    for (const char* task : {"sentence", "retrieval"}) {
+        INFO(task);
+        const learn::Task t = std::string(task) == "sentence" ? learn::Task::sentence : learn::Task::retrieval;
+        const learn::Problem p = learn::make_problem(t, 1);
+        learn::Settings fixed, values;
+        values.train_values = true;
+        const auto alone = learn::wanted_weights(learn::train(p, fixed).alpha_end, p);
+        const auto shared = learn::wanted_weights(learn::train(p, values).alpha_end, p);
+        CHECK_THAT(run_attn(std::string("learn --task ") + task).out,
+                   Contains("The wanted cells now hold " + range(alone) + " of their rows' weight."));
+        const RunResult r = run_attn(std::string("learn --train-values --task ") + task);
+        CHECK_THAT(r.out, Contains("The wanted cells now hold " + range(shared) + " of their rows' weight.") &&
+                              Contains("With W_V fixed, the same steps take them to " + range(alone) +
+                                       ".\n  Here α moved less, while W_V moved by "));
+    }
+}
+
+TEST_CASE("exercise 1 prints means over draws with their spread, and words that follow the means",
+          "[cli][experiments][lesson]") {
+    const auto results = ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, 20, 1);
+    const auto sqrt = ex::scaling_trend(results, attn::Scale::sqrt_dk);
+    const RunResult r = run_attn("exercise 1"), zh = run_attn("exercise 1 --lang zh");
+    REQUIRE((r.status == 0 && zh.status == 0));
+    char row[64], spread[96];
+    std::snprintf(row, sizeof row, "%.3f ± %.3f", results[1].mean.entropy, results[1].spread.entropy);
+    std::snprintf(spread, sizeof spread, "mean entropy between %.3f and %.3f", sqrt.min_entropy, sqrt.max_entropy);
+    CHECK_THAT(r.out, Contains("20 draws per d_k") && Contains(row) && Contains(spread));
+    const bool same = sqrt.max_entropy - sqrt.min_entropy <= sqrt.max_entropy_spread;
+    CHECK_THAT(r.out, Contains(same ? "about the same at every width" : "still changes with d_k"));
+    CHECK_THAT(zh.out, Contains(same ? "注意力的分散程度（熵）都差不多" : "注意力的分散程度（熵）仍随 d_k 变化"));
+    // with the lesson's assumption the means differ by less than one draw varies
+    CHECK(same);
+}
+
+TEST_CASE("exercise 3's verdicts follow every run, and say so when the runs do not decide",
+          "[cli][experiments][lesson][slow]") {
+    for (const char* lang : {"en", "zh"}) {
+        const RunResult r = run_attn(std::string("exercise 3 --largest 256 --lang ") + lang);
+        REQUIRE(r.status == 0);
+        const bool zh = std::string(lang) == "zh";
+        CHECK_THAT(r.out, Contains(zh ? "单次调用注意力的核心计算" : "median of 5 repeats"));
+        for (const std::string name : {"naive", "simd"}) {
+            // "    naive 2.04: close to 2 in all 5 runs (1.98 to 2.10), …"
+            const std::size_t at = r.out.find("\n    " + name + " ");
+            REQUIRE(at != std::string::npos);
+            const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+            INFO(line);
+            const std::size_t open = line.find(zh ? "（" : " ("), close = line.find(zh ? " 至 " : " to ");
+            REQUIRE((open != std::string::npos && close != std::string::npos));
+            ex::ExponentSpread e;
+            e.lowest = std::stod(line.substr(open + (zh ? 3 : 2)));
+            e.highest = std::stod(line.substr(close + (zh ? 5 : 4)));
+            const char* want[2][4] = {
+                {"close to 2 in all 5 runs", "above 2 in all 5 runs", "below 2 in all 5 runs",
+                 "the 5 runs do not decide"},
+                {"5 次运行都接近 2", "5 次运行都高于 2", "5 次运行都低于 2", "5 次运行无法给出结论"}};
+            CHECK_THAT(line, Contains(want[zh][int(ex::growth_verdict(e))]));
+            CHECK(line.find("：高于 2：") == std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("growth_verdict needs every run on one side of the margin", "[experiments]") {
+    CHECK(ex::growth_verdict({2.0, 1.90, 2.15}) == ex::GrowthVerdict::close_to_2);
+    CHECK(ex::growth_verdict({2.4, 2.16, 2.60}) == ex::GrowthVerdict::above_2);
+    CHECK(ex::growth_verdict({1.5, 1.20, 1.84}) == ex::GrowthVerdict::below_2);
+    CHECK(ex::growth_verdict({2.3, 1.95, 2.60}) == ex::GrowthVerdict::undecided);
+    CHECK(ex::growth_verdict({1.8, 1.60, 1.95}) == ex::GrowthVerdict::undecided);
+    CHECK(ex::growth_verdict({2.1, 2.149, 2.151}) == ex::GrowthVerdict::close_to_2);  // 2.15 as printed
+}
+
+TEST_CASE("exercise 4 says what each row can see, in words", "[cli][experiments]") {
+    const RunResult zh = run_attn("exercise 4 --lang zh"), en = run_attn("exercise 4");
+    CHECK_THAT(zh.out, Contains("只能看到位置 1，") && Contains("只能看到位置 1 到 3，") && !Contains(".."));
+    CHECK_THAT(en.out, Contains("sees only position 1,") && Contains("sees positions 1 to 2,"));
+}
