@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the lesson notebooks, docs/lesson-03.ipynb and docs/lesson-03.zh.ipynb, from one source.
 
-    PYTHONPATH=build /usr/bin/python3 scripts/make_notebooks.py [--check]
+    /usr/bin/python3 scripts/make_notebooks.py [--build build] [--check]
 
 Both notebooks have the same cells. What the lesson says about each step (titles, notes, the four
 confusions, exercise 5) is not written here: it is read by key from the sentences `attn walk` says,
@@ -10,7 +10,8 @@ typesetter (docs/site/docs_math.py). Written here, once per language, is only th
 its title and introduction, the exercises the walk does not word, and the code cells' comments and
 printouts. A template names what goes where with «…»:
 
-    «walk:KEY»              the walk's sentence KEY («walk:KEY|n|d_k»: its {} filled from walk()'s fields)
+    «walk:KEY»              the walk's sentence KEY («walk:KEY|d_k|heads.h»: its {} filled, in order, from
+                            walk()'s fields; fields beyond the sentence's {} are left unused)
     «data:FIELD»            a field of walk(), e.g. the tokens or d_model
     «KEY»                   the framing phrase KEY in the notebook's language (PHRASES below)
 
@@ -321,7 +322,7 @@ heat(by_column, "«walk:by_column»")"""),
     (CODE, """print("α", alpha.shape, "· V", V.shape, "→ O", O.shape)  # «c_shapes»
 for i in range(len(tokens)):
     print(f"o_{i + 1} = " + " + ".join(f"{alpha[i, j]:.4f}·v_{j + 1}" for j in range(len(tokens))))"""),
-    (MD, "## «walk:confusion4»\n\n«walk:confusion4_note|d_k|d_model»"),
+    (MD, "## «walk:confusion4»\n\n«walk:confusion4_note|d_k|d_model|heads.d_model|heads.h»"),
     (CODE, """heads = walk["heads"]  # «c_heads»
 print(f"d_model = {heads['d_model']}, h = {heads['h']}: d_k = d_model / h = {heads['d_k']}")"""),
     (MD, "«walk:heads_cost»"),
@@ -463,19 +464,25 @@ def fill(template, lang, walk, code=False):
             raise ValueError(f"«{m.group(1)}» in a code cell holds a double quote: {text}")
         return text.replace("$", "") if code else text
 
+    def value_of(field):  # "d_k", or "heads.h" for a field of a field
+        value = walk
+        for part in field.split("."):
+            value = value[part]
+        return value
+
     def replacement(name):
         if name == "lang":
             return lang
         if name.startswith("walk:"):
             key, *fields = name[len("walk:"):].split("|")
             sentence = walk["text"][key]
-            for field in fields:
-                sentence = sentence.replace("{}", str(walk[field]), 1)
-            if "{}" in sentence:
-                raise ValueError(f"the walk's sentence {key} has a {{}} this notebook does not fill")
+            if sentence.count("{}") > len(fields):
+                raise ValueError(f"the walk's sentence {key} has more {{}} than the notebook fills: {sentence}")
+            for field in fields[:sentence.count("{}")]:
+                sentence = sentence.replace("{}", str(value_of(field)), 1)
             return sentence
         if name.startswith("data:"):
-            value = walk[name[len("data:"):]]
+            value = value_of(name[len("data:"):])
             return phrases["list_sep"].join(value) if isinstance(value, list) else str(value)
         return fill(phrases[name], lang, walk, code)
 
@@ -512,16 +519,19 @@ def notebook(lang, walk):
 
 def notebooks():
     """{path: text} for both notebooks, from the module's walk in each language."""
+    one_language = set(PHRASES["en"]) ^ set(PHRASES["zh"])
+    if one_language:
+        raise ValueError(f"phrases written in one language only: {sorted(one_language)}")
     import attention_cpp
     return {path: notebook(lang, attention_cpp.walk(lang=lang)) for lang, path in NOTEBOOKS.items()}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(ROOT / "build"), help="where attention_cpp is built (default: build)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook differs")
     args = ap.parse_args()
-    if set(PHRASES["en"]) != set(PHRASES["zh"]):
-        raise SystemExit(f"make_notebooks: phrases in one language only: {set(PHRASES['en']) ^ set(PHRASES['zh'])}")
+    sys.path.insert(0, str(Path(args.build).resolve()))
     stale = []
     for path, text in notebooks().items():
         if path.read_text(encoding="utf-8") == text:

@@ -3,7 +3,7 @@
 Run by `meson test` (tests/meson.build) with the build directory on PYTHONPATH: the notebooks are made
 again from this build's `attention_cpp.walk()` and compared with the committed docs/lesson-03.ipynb and
 docs/lesson-03.zh.ipynb, so a sentence changed in the walk and not in the notebooks (or a notebook
-edited by hand) fails here. The fix is `PYTHONPATH=build python3 scripts/make_notebooks.py`.
+edited by hand) fails here. The fix is `python3 scripts/make_notebooks.py --build build`.
 """
 import difflib
 import importlib.util
@@ -32,7 +32,7 @@ def test_the_committed_notebook_is_what_the_generator_makes(path):
     diff = "".join(difflib.unified_diff(committed.splitlines(True), MADE[path].splitlines(True),
                                         "committed", "made", n=1))
     assert committed == MADE[path], (f"{path.name} differs from what scripts/make_notebooks.py makes "
-                                     f"(run it with the build on PYTHONPATH):\n{diff[:3000]}")
+                                     f"(run it with --build naming this build):\n{diff[:3000]}")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
