@@ -5,9 +5,11 @@ check that the numbers they compute are the ones `attn walk --format json` print
     /usr/bin/python3 tests/checks/run_notebooks.py [--build build] [--attn build/attn]
 
 Each notebook must be committed without outputs, run every cell without an error (the module is
-imported from --build, as a developer would), and leave Q, K, V, α and O of the worked example, α
-under the causal mask and S, equal to attn walk's (the same float32 bits; S, computed by NumPy in the
-notebook, within float32 rounding), with no warning from any cell. Needs nbclient, ipykernel and
+imported from --build, as a developer would), and leave Q, K, V, α and O of the worked example and α
+under the causal mask equal to attn walk's (the same float32 bits), and what it computes in NumPy
+within float32 rounding of attn walk's: S, S with W_K = W_Q (confusion 1), the softmax down columns
+(confusion 2) and α under exercise 4's own −∞ mask; with no warning from any cell. That the notebooks
+are what scripts/make_notebooks.py makes is tests/python/test_notebooks.py's check. Needs nbclient, ipykernel and
 matplotlib, and a font with the tokens' characters (Debian: python3-nbclient python3-ipykernel
 python3-matplotlib fonts-noto-cjk). Last line: "N passed, M failed".
 """
@@ -29,7 +31,9 @@ NOTEBOOKS = {"lesson-03.ipynb": "en", "lesson-03.zh.ipynb": "zh"}
 # Appended to the notebook for this check only: what the notebook computed, as JSON.
 REPORT = """import json as _json
 print(_json.dumps({"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist(), "S": S.tolist(), "weights": alpha.tolist(),
-                   "output": O.tolist(), "weights_causal": alpha_causal.tolist(), "tokens": tokens}))"""
+                   "output": O.tolist(), "weights_causal": alpha_causal.tolist(), "tokens": tokens,
+                   "S_with_W_K_as_W_Q": S_same.tolist(), "softmax_by_column": by_column.tolist(),
+                   "weights_own_mask": alpha_mask.tolist()}))"""
 
 
 def main():
@@ -69,7 +73,12 @@ def main():
         for key in ("Q", "K", "V", "weights", "output"):
             check(same(got[key], walk[key]), f"{name}: its {key} is attn walk's, bit for bit ({got[key][0]})")
         check(same(got["weights_causal"], causal["weights"]), f"{name}: its causal α is attn walk --causal's")
-        check(np.allclose(got["S"], walk["S"], rtol=1e-6, atol=1e-6), f"{name}: its S (NumPy's Q @ K.T) is attn walk's")
+        close = lambda a, b: np.allclose(np.array(a, dtype=np.float64), np.array(b, dtype=np.float64), rtol=1e-6, atol=1e-6)
+        check(close(got["S"], walk["S"]), f"{name}: its S (NumPy's Q @ K.T) is attn walk's")
+        for key in ("S_with_W_K_as_W_Q", "softmax_by_column"):
+            check(close(got[key], walk[key]), f"{name}: its {key} (NumPy's) is attn walk's")
+        check(close(got["weights_own_mask"], causal["weights"]),
+              f"{name}: exercise 4's answer, the −∞ mask written in NumPy, gives attn walk --causal's α")
         check(got["tokens"] == walk["tokens"], f"{name}: its tokens are attn walk's in its language ({got['tokens']})")
         warnings = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
         check(not warnings, f"{name}: no cell wrote a warning (a missing CJK font would){warnings[:1]}")
