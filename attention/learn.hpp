@@ -22,6 +22,8 @@ enum class Task {
     sentence,   // the lesson's 猫 坐 地毯: 猫 reads 坐, 坐 reads 猫, 地毯 reads 坐
     retrieval,  // 8 tokens with random embeddings, each to find the one partner a shuffle gave it
 };
+// The task `attn learn` and the pages' training run unless told otherwise.
+inline constexpr Task default_task = Task::sentence;
 
 // A task: the inputs, the values' projection, the target, and the cell each row of α should choose.
 struct Problem {

@@ -13,7 +13,7 @@
 #include "attention/learn.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
-#include "cli/walk_json.hpp"
+#include "lesson/json.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
@@ -21,7 +21,7 @@ namespace attn::cli {
 namespace {
 
 struct LearnOptions {
-    learn::Task task = learn::Task::sentence;
+    learn::Task task = learn::default_task;
     learn::Settings settings;
     Lang lang = lang_from_environment();
     bool json = false, help = false;
@@ -77,16 +77,6 @@ std::vector<std::string> token_names(learn::Task task, std::size_t n, Lang lang)
     std::vector<std::string> names;
     for (std::size_t i = 0; i < n; ++i) names.push_back(std::string("t").append(std::to_string(i + 1)));
     return names;
-}
-
-// The shortest decimal that reads back to the same float: 0.05, 0.0004, 1e-07.
-std::string shortest(float x) {
-    char buf[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
-        if (std::strtof(buf, nullptr) == x) break;
-    }
-    return buf;
 }
 
 std::string loss_text(double L) {
@@ -197,7 +187,7 @@ std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Ru
                                             : tr(l, "finding a partner among 8 tokens", "在 8 个词中找到各自的搭档"))
         << "\n"
         << story(o, p) << "\n  " << tr(l, "Settings: steps = ", "设置：训练步数 steps = ") << o.settings.steps
-        << tr(l, ", lr = ", "，Adam 步长 lr = ") << shortest(o.settings.learning_rate)
+        << tr(l, ", lr = ", "，Adam 步长 lr = ") << shortest_decimal(o.settings.learning_rate)
         << tr(l, ", seed = ", "，随机种子 seed = ") << o.settings.seed << tr(l, ", backend = ", "，后端 backend = ")
         << to_string(o.settings.backend) << "\n\n"
         << tr(l, "α at the start (step 0)", "开始时的 α（第 0 步）") << "\n"
@@ -229,26 +219,23 @@ std::string json_list(const List& items, Item item) {
 
 std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
     const auto index = [](std::size_t i) { return std::to_string(i); };
-    const auto number = [](double x) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.9g", x);
-        return std::string(buf);
-    };
-    const auto quoted = [](const std::string& s) { return json_string(s); };
+    const auto number = [](double x) { return lesson::json_number(x); };
+    const auto quoted = [](const std::string& s) { return lesson::json_string(s); };
     std::ostringstream out;
-    out << "{\n  \"task\": " << json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
-        << ",\n  \"lr\": " << shortest(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
-        << ",\n  \"backend\": " << json_string(to_string(o.settings.backend))
+    out << "{\n  \"task\": " << lesson::json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
+        << ",\n  \"lr\": " << shortest_decimal(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
+        << ",\n  \"backend\": " << lesson::json_string(to_string(o.settings.backend))
         << ",\n  \"train_values\": " << (o.settings.train_values ? "true" : "false")
         << ",\n  \"trained\": " << json_list(trained_names(o.settings), quoted) << ",\n  \"n\": " << p.X.rows()
         << ",\n  \"d_model\": " << p.X.cols() << ",\n  \"d_k\": " << p.d_k << ",\n  \"d_v\": " << p.W_V.cols()
         << ",\n  \"tokens\": " << json_list(token_names(o.task, p.X.rows(), o.lang), quoted)
         << ",\n  \"wanted\": " << json_list(p.wanted, index) << ",\n  \"loss\": " << json_list(run.loss, number)
-        << ",\n  \"middle_step\": " << run.middle_step << ",\n  \"alpha_start\": " << json_matrix(run.alpha_start)
-        << ",\n  \"alpha_middle\": " << json_matrix(run.alpha_middle)
-        << ",\n  \"alpha_end\": " << json_matrix(run.alpha_end)
+        << ",\n  \"middle_step\": " << run.middle_step
+        << ",\n  \"alpha_start\": " << lesson::json_matrix(run.alpha_start)
+        << ",\n  \"alpha_middle\": " << lesson::json_matrix(run.alpha_middle)
+        << ",\n  \"alpha_end\": " << lesson::json_matrix(run.alpha_end)
         << ",\n  \"alpha_wanted_end\": " << json_list(learn::wanted_weights(run.alpha_end, p), number)
-        << ",\n  \"W_V_end\": " << json_matrix(run.W_V_end) << "\n}\n";
+        << ",\n  \"W_V_end\": " << lesson::json_matrix(run.W_V_end) << "\n}\n";
     return out.str();
 }
 
@@ -283,7 +270,7 @@ std::string help(Lang l) {
         << defaults.steps
         << tr(l, ")\n  --lr X                     Adam's step size, in (0, 1] (default ",
               "）\n  --lr X                     Adam 的步长，取值范围 (0, 1]（默认 ")
-        << shortest(defaults.learning_rate)
+        << shortest_decimal(defaults.learning_rate)
         << tr(l, ")\n  --seed N                   the initial weights, and the retrieval task (default ",
               "）\n  --seed N                   初始权重与 retrieval 任务的随机种子（默认 ")
         << defaults.seed

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attention/learn.hpp"
+#include "matrix/print.hpp"
 
 namespace attn::lesson {
 
@@ -61,16 +62,6 @@ std::string json_array(const std::vector<std::size_t>& v) {
     std::string out = "[";
     for (std::size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + std::to_string(v[k]);
     return out + "]";
-}
-
-// The shortest decimal that reads back as the same float: 0.05f is 0.05, not 0.0500000007.
-std::string shortest(float v) {
-    char buf[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
-        if (std::strtof(buf, nullptr) == v) break;
-    }
-    return buf;
 }
 
 void settings(std::ostringstream& out, const ForwardWalk& w, const std::vector<std::string>& tokens) {
@@ -146,8 +137,8 @@ std::string learn_defaults_json() {
     const learn::Settings defaults{};
     char out[128];
     std::snprintf(out, sizeof out, "{\"task\": \"%s\", \"steps\": %zu, \"lr\": %s, \"seed\": %u}",
-                  learn::to_string(learn::Task::sentence).c_str(), defaults.steps,
-                  shortest(defaults.learning_rate).c_str(), unsigned(defaults.seed));
+                  learn::to_string(learn::default_task).c_str(), defaults.steps,
+                  shortest_decimal(defaults.learning_rate).c_str(), unsigned(defaults.seed));
     return out;
 }
 

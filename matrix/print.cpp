@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace attn {
@@ -71,6 +72,15 @@ std::string format_number(float value, int precision) {
     // "-0.0000" reads as a sign that means something; it does not here.
     if (s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
     return s;
+}
+
+std::string shortest_decimal(float value) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(value));
+        if (std::strtof(buf, nullptr) == value) break;
+    }
+    return buf;
 }
 
 void print_matrix(std::ostream& out, const Matrix& m, const PrintOptions& options) {

@@ -37,4 +37,8 @@ std::string pad_left(std::string_view text, std::size_t width);
 // A float with fixed precision; −∞ printed as "-inf" and +∞ as "inf", −0 printed as 0.
 std::string format_number(float value, int precision);
 
+// The shortest decimal that reads back to the same float: 0.05f is "0.05" (not 0.0500000007), 4e-4f
+// is "0.0004", 1e-7f is "1e-07"; at most 9 significant digits, which every float32 needs at most.
+std::string shortest_decimal(float value);
+
 }  // namespace attn

@@ -178,7 +178,7 @@ TEST_CASE("walk --format json holds the library's numbers at full precision", "[
 TEST_CASE("exercise 1: each sentence under the table states what the table shows", "[cli][experiments][lesson]") {
     const RunResult r = run_attn("exercise 1");
     REQUIRE(r.status == 0);
-    const auto results = ex::scaling_experiment({4, 16, 64, 256, 1024}, 64, 64, 1);
+    const auto results = ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, 20, 1);
     const auto none = ex::scaling_trend(results, attn::Scale::none);
     char peak[32], last[32];
     std::snprintf(peak, sizeof peak, "%.4f at d_k = %zu", none.peak_jacobian.mean.jacobian_norm,
@@ -197,25 +197,11 @@ TEST_CASE("exercise 1: each sentence under the table states what the table shows
 
 // The default sizes (up to n = 4000) take seconds in a release build and minutes under the
 // sanitizers; up to 640 the same code runs in well under a second. ([slow]: skipped under qemu.)
-TEST_CASE("exercise 3 times the median of 5 repeats and describes the exponents it printed",
-          "[cli][experiments][lesson][slow]") {
+TEST_CASE("exercise 3 times the median of 5 repeats", "[cli][experiments][lesson][slow]") {
     const RunResult r = run_attn("exercise 3 --largest 640");
     REQUIRE(r.status == 0);
     CHECK_THAT(r.out, Contains("median of 5 repeats"));
-    for (const std::string name : {"naive", "simd"}) {
-        // "    naive 2.04: close to 2, …" (std::regex is avoided: GCC 12 warns inside it under ASan)
-        const std::size_t at = r.out.find("\n    " + name + " ");  // a line of its own, not the table's header
-        REQUIRE(at != std::string::npos);
-        std::size_t used = 0;
-        const std::size_t number = at + 6 + name.size();
-        const double p = std::stod(r.out.substr(number), &used);
-        const std::string words = r.out.substr(number + used, 14);  // ": close to 2, …"
-        // p as printed, in hundredths: the claim must follow from the number on the screen (2.15 is "close to 2")
-        const long h = std::lround(p * 100);
-        const std::string want = std::abs(h - 200) <= 15 ? ": close to 2" : h < 200 ? ": below 2" : ": above 2";
-        INFO(name << " exponent " << p << words);
-        CHECK(words.rfind(want, 0) == 0);
-    }
+    // Each verdict against the runs' range it prints: tests/test_cli_learn.cpp.
     CHECK_THROWS_AS(ex::growth_experiment({8}, attn::Backend::simd, 0), std::invalid_argument);
 }
 
