@@ -53,8 +53,9 @@ TEXT = {
                        "The lesson itself stops at the forward pass.",
         "train": "train", "pause": "pause", "step": "step",
         # {} {}: the steps taken, the seed
-        "trained_note": "These weights were learned: $W_Q$ and $W_K$ after {} steps of the backward and Adam "
-                        "(seed {}) on the task above, $W_V$ as it started; every table below follows from them.",
+        "trained_note": "These weights were learned: {} steps of backpropagation and Adam (seed {}) on the task "
+                        "above moved $W_Q$ and $W_K$, and $W_V$ stayed as it started; every table below follows "
+                        "from them.",
         "loss_curve": "L = ½‖O − T‖² by step (logarithmic scale)",
         "lang": "en",
         "stale": "Not current: these tables still show the last input the chain accepted, not the one above",
@@ -91,7 +92,7 @@ TEXT = {
                       "结果。负号写成 - 或 − 都可以。",
         "edited_note": "现在用的是你输入的数，不再是课程里的；下面每张表都由它们算出。",
         "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
-        "train_intro": "也可以看看相关性是怎样学出来的：点击「训练」后，$W_Q$ 和 $W_K$ 换成很小的随机权重"
+        "train_intro": "也可以看看相关性是怎样学出来的：点击「训练」后，$W_Q$ 和 $W_K$ 会换成很小的随机权重"
                        "（α 的每一行都接近均匀），再在 <code>attn learn</code> 的任务上训练这两个矩阵，维度与课程相同："
                        "$d_k = {}$，$d_v = {}$。每个词的目标是它应当关注的那个词的 Value 向量 $v$（猫关注坐、"
                        "坐关注猫、地毯关注坐；α 中这些格子带有边框）。$W_V$ 保持不变，所以损失要下降，只能让 α "
