@@ -20,11 +20,15 @@ docs/site/docs_layout_check.js at 1400×1100 and reads the report it leaves in t
     X·W_Q·(X·W_K)ᵀ, an α or O that is not what `attn run` prints for the same matrices, a fourth
     causal token with a nonzero upper triangle, a non-number not marked and named (or anything else
     changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317; then, with
-    3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters and 0.5 typed into W_Q₁₁ one after the other,
-    a state that shows numbers other than `attn run`'s α and O for what is typed, unless `attn run`
-    refuses it and the page marks that cell, names the problem in its language and marks the tables
-    as not current; or any script error meanwhile. Screenshots of the overflowed (3e19) and the
-    refused (1e40) states are saved beside the pages'. Without it, the example must be the
+    3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters, 1,5, −0.2, －0.2 and 0.5 typed into W_Q₁₁ one
+    after the other, a state that shows numbers other than `attn run`'s α and O for what is typed,
+    unless `attn run` refuses it and the page marks that cell, names the problem in its language and
+    marks the tables as not current; a number with more significant digits than a float32 holds;
+    3e19 and the scores it gives not shown as the shortest decimal that reads back to their float32;
+    1,5 not named as a decimal comma in the page's words; −0.2 (the sign the page prints) or －0.2
+    not read as -0.2; or any script error meanwhile. After training, the step count, the loss and α
+    must be `attn learn`'s (its defaults are the page's). Screenshots of the overflowed (3e19), the
+    refused (1e40) and the decimal-comma (1,5) states are saved beside the pages'. Without it, the example must be the
     precomputed one. That check runs on Chromium's real clock (DevTools
     pipe) and prints how long the first render and each recomputation took, and the module's size.
 
@@ -107,14 +111,84 @@ def attn_run(attn, inputs):
     return rows[:n], rows[n:]
 
 
+def float32(text):
+    """A number as the page shows it (− for a minus sign, 3e19) as the float32 it reads back to."""
+    import numpy
+    return numpy.float32(text.replace("−", "-"))
+
+
+def shortest_digits(x):
+    """The fewest significant digits of a decimal that reads back to the float32 x (at most 9)."""
+    import numpy
+    return next(d for d in range(1, 10) if d == 9 or numpy.float32(f"{float(x):.{d - 1}e}") == x)
+
+
+def significant_digits(text):
+    """How many significant digits a number shown by the page has ("0.4838": 4, "4.56e19": 3)."""
+    mantissa = re.sub(r"[^0-9]", "", re.split(r"e", text)[0]).lstrip("0")
+    return len(mantissa)
+
+
+def scores_in_float32(inputs):
+    """S = (X·W_Q)·(X·W_K)ᵀ in float32, each sum taken in order as the chain's naive backend does."""
+    import numpy
+    X, WQ, WK = (numpy.array([[float32(v) for v in row] for row in inputs[k]], dtype=numpy.float32)
+                 for k in ("X", "W_Q", "W_K"))
+
+    def product(A, B):
+        out = numpy.zeros((A.shape[0], B.shape[1]), dtype=numpy.float32)
+        for i in range(A.shape[0]):
+            for j in range(B.shape[1]):
+                acc = numpy.float32(0)
+                for k in range(A.shape[1]):
+                    acc = numpy.float32(acc + numpy.float32(A[i, k] * B[k, j]))
+                out[i, j] = acc
+        return out
+    return product(product(X, WQ), product(X, WK).T)
+
+
+def large_value_checks(check, name, state):
+    """3e19 in W_Q₁₁: every number the page shows reads back to the float32 the chain holds, in the
+    fewest digits that do, never the digits of a double (30000001000000000000.0000)."""
+    import numpy
+    wq = state["W_Q"][0][0]
+    check(float32(wq) == numpy.float32(3e19) and significant_digits(wq) == shortest_digits(numpy.float32(3e19)),
+          f"{name}: W_Q₁₁ = 3e19 is shown as {wq!r}: the float32 attn run reads, in its shortest digits")
+    S = scores_in_float32(state["inputs"])
+    shown = [float32(v) for row in state["S"] for v in row]
+    exact = [v == want and significant_digits(text) == shortest_digits(want)
+             for v, want, text in zip(shown, S.flatten(), (t for row in state["S"] for t in row))]
+    check(len(shown) == S.size and all(exact),
+          f"{name}: … and S as shown ({state['S'][0]} …) reads back to the float32 of X·W_Q·(X·W_K)ᵀ, "
+          f"in its shortest digits ({S[0, 0]:.9g} for S₁₁)")
+
+
 def typed_checks(check, name, typed, attn, tolerance):
     """After each value typed into W_Q₁₁: the page shows the chain's own α and O for what is typed (what
     `attn run` prints for the same matrices), or, where attn run refuses them, marks that cell, says why
-    in the page's language and marks the tables as not current. Never an earlier input's numbers unmarked."""
+    in the page's language and marks the tables as not current. Never an earlier input's numbers
+    unmarked, never a number with more digits than a float32 holds. Then what a reader may type
+    beyond plain ASCII: 3e19 (shown in its own digits), 1,5 (marked and named as a decimal comma),
+    −0.2 and －0.2 (read as -0.2, the sign the page prints and a full-width one)."""
+    import docs_example
     zh = name.startswith("lesson-03.zh")
+    problems = docs_example.TEXT["zh" if zh else "en"]["cell_problems"]
+    read_as = {"−0.2": "-0.2", "－0.2": "-0.2"}  # what attn run is given for what the reader typed
     for state in typed:
-        want = attn_run(attn, state["inputs"])
+        inputs = {k: [[read_as.get(v, v) for v in row] for row in m] for k, m in state["inputs"].items()}
+        want = attn_run(attn, inputs)
         what = f"{name}: W_Q₁₁ = {state['value']!r}"
+        numbers = re.findall(r"[0-9][0-9.]*(?:e[−-]?[0-9]+)?", state["tables"])
+        check(numbers and max(map(significant_digits, numbers)) <= 9,
+              f"{what}: no table shows more digits than a float32 holds (at most 9 significant; "
+              f"longest {max(numbers, key=significant_digits, default='')!r})")
+        if state["value"] == "3e19":
+            large_value_checks(check, name, state)
+        if state["value"] in read_as:
+            check(want is not None, f"{what}: attn run accepts {read_as[state['value']]!r}")
+        if state["value"] == "1,5":
+            check(state["message"] == problems["decimal_comma"].format("W_Q", 1, 1, "1,5"),
+                  f"{what}: the cell is named with the page's own words for a decimal comma ({state['message']!r})")
         if want is not None:
             O, alpha = want
             check(not state["stale"] and not state["marked"] and not state["message"]
@@ -131,7 +205,8 @@ def typed_checks(check, name, typed, attn, tolerance):
 
 
 def training_checks(check, name, r, attn, tolerance):
-    """The train control against `attn learn --format json` (the same Trainer, seed 1, 300 steps)."""
+    """The train control against `attn learn --format json` (the same Trainer, with attn learn's defaults,
+    which the page reads from the module's learnDefaults())."""
     zh = name.startswith("lesson-03.zh")
     want = json.loads(subprocess.run([attn, "learn", "--format", "json", "--lang", "zh" if zh else "en"],
                                      capture_output=True, text=True, check=True).stdout)
@@ -144,7 +219,7 @@ def training_checks(check, name, r, attn, tolerance):
     loss = want["loss"]
     # as the page writes L: 4 decimals, or 4 significant digits below 0.001
     label = lambda v: f"{v:.4f}" if v >= 0.001 else re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{v:.3e}")
-    check(int(shown_step) == want["steps"] == 300 and shown_loss == label(loss[-1]),
+    check(int(shown_step) == want["steps"] and shown_loss == label(loss[-1]),
           f"{name}: after training the page says step {shown_step}, L = {shown_loss}; attn learn: L = {loss[-1]:.4g}")
     check(float(shown_loss) < 0.1 * loss[0],
           f"{name}: … below 10% of the start, L = {loss[0]:.4f} ({float(shown_loss) / loss[0]:.2e} of it)")
@@ -154,12 +229,18 @@ def training_checks(check, name, r, attn, tolerance):
     check(t["wanted"] == [[i, j] for i, j in enumerate(want["wanted"])] and largest == want["wanted"],
           f"{name}: the outlined cells are the ones the task wants, and each row's largest α is there ({t['wanted']})")
     c = t["curve"]
-    check(c is not None and c["points"] == len(loss) == 301 and c["labels"][:2] == [label(max(loss)), label(min(loss))],
-          f"{name}: the loss curve has a point for each of the 301 losses and is labelled with the largest and "
-          f"smallest ({c and c['labels']})")
-    size = {len(row) for row in t["inputs"]["W_Q"]} | {len(t["inputs"]["W_Q"])}
-    check(size == {4} and str(300) in t["note"] and t["button"] == train_word,
-          f"{name}: the editor holds the trained 4×4 weights, and the text says they were learned in 300 steps")
+    check(c is not None and c["points"] == len(loss) == want["steps"] + 1
+          and c["labels"][:2] == [label(max(loss)), label(min(loss))],
+          f"{name}: the loss curve has a point for each of the {len(loss)} losses and is labelled with the largest "
+          f"and smallest ({c and c['labels']})")
+    w = t["inputs"]
+    d_model = len(w["X"][0])
+    shapes = {k: (len(w[k]), {len(row) for row in w[k]}) for k in ("W_Q", "W_K", "W_V")}
+    check(all(rows == d_model and len(cols) == 1 for rows, cols in shapes.values()) and shapes["W_Q"] == shapes["W_K"]
+          and str(want["steps"]) in t["note"] and (f"种子为 {want['seed']}" if zh else f"seed {want['seed']}") in t["note"]
+          and t["button"] == train_word,
+          f"{name}: the editor holds the trained weights, {d_model} rows each, W_Q and W_K alike "
+          f"({shapes['W_Q'][1]} columns), and the text says they were learned in {want['steps']} steps from seed {want['seed']}")
     reset = t["reset"]
     check(reset["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and reset["curve"] is None
           and reset["status"] == f"{step_word}{colon}0",
@@ -168,7 +249,8 @@ def training_checks(check, name, r, attn, tolerance):
 
 def live_screenshots(profile, out, name, shots, timeout=60):
     """Screenshots of the editable example in states a reader can reach: an overflow the chain computes
-    (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo), a refused cell (1e40), and after
+    (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo), a refused cell (1e40), a decimal
+    comma (1,5), and after
     training (the loss curve and weights reached; α with the wanted cells outlined)."""
     browser = DevTools(profile, (out / name).as_uri())
     saved = []
@@ -179,7 +261,8 @@ def live_screenshots(profile, out, name, shots, timeout=60):
         typing = ("(value, target) => { const c = document.querySelector('.editor input[data-m=\"W_Q\"][data-i=\"0\"][data-j=\"0\"]');"
                   " c.value = value; c.dispatchEvent(new Event('input', {bubbles: true}));"
                   " document.querySelector(target).scrollIntoView(); return true; }")
-        for state, value, target in (("overflowed", "3e19", ".variant .aside"), ("refused", "1e40", ".editor .error")):
+        for state, value, target in (("overflowed", "3e19", '.variant .mat[data-name="S"]'),
+                                     ("refused", "1e40", ".editor .error"), ("comma", "1,5", ".editor .error")):
             browser.evaluate(tab, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
             time.sleep(0.3)
             shot = shots / f"{name.removesuffix('.html')}-{state}.png"
@@ -190,7 +273,7 @@ def live_screenshots(profile, out, name, shots, timeout=60):
                               " s.addEventListener('worked-example-trained', () => { window.trainedForShot = true; }, {once: true});"
                               " s.querySelector('.editor button[data-action=\"reset\"]').click();"
                               " s.querySelector('.editor button[data-action=\"train\"]').click(); return true; })()")
-        browser.wait_for(tab, "window.trainedForShot === true", deadline)
+        browser.wait_for(tab, "window.trainedForShot === true", time.monotonic() + timeout)  # a time of its own
         for state, target in (("trained-weights", ".editor .status"), ("trained", '.variant .mat[data-name="alpha"]')):
             browser.evaluate(tab, f"document.querySelector({json.dumps(target)}).scrollIntoView() || true")
             time.sleep(0.3)
@@ -341,8 +424,10 @@ def live_checks(check, profile, out, name, attn):
     check(c["causal"] == "1" and len(c["alpha"]) == 4 and all(v == "0.0000" for v in upper),
           f"{name}: a fourth token under the causal mask: α is 4×4 with a zero upper triangle")
     b = r["bad"]
-    named = "X：第 2 行第 3 个值不是数字：“abc”" if name.startswith("lesson-03.zh") else "X: line 2, value 3 is not a number: 'abc'"
-    check(b["marked"] == [["X", 1, 2]] and named in b["message"] and b["unchanged"] and b["cleared"],
+    import docs_example
+    named = docs_example.TEXT["zh" if name.startswith("lesson-03.zh") else "en"]["cell_problems"]["not_a_number"]
+    named = named.format("X", 2, 3, "abc")
+    check(b["marked"] == [["X", 1, 2]] and b["message"] == named and b["unchanged"] and b["cleared"],
           f"{name}: a non-number is marked and named in the page's language, and no number changes until it is fixed ({b})")
     check(r["reset"]["alpha_row_1"] == ["0.4838", "0.2844", "0.2317"] and r["reset"]["tokens"] == 3,
           f"{name}: reset brings back the lesson's α₁ = {r['reset']['alpha_row_1']}")

@@ -39,62 +39,82 @@ TEXT = {
                       "below is computed again by the WebAssembly build of the chain — the same C++ as "
                       "<code>attn walk</code>. A cell that is not a number, or beyond float32, is marked and "
                       "named, and until it is fixed the tables below are dimmed and say that they are not "
-                      "current.",
+                      "current. A minus sign may be written - or −.",
         "edited_note": "These are your numbers now, not the lesson's; every table below follows from them.",
         "tokens": "tokens", "token": "token", "reset": "reset to the lesson",
-        "train_intro": "Or watch relevance being learned: <b>train</b> replaces the weights with small random "
-                       "$W_Q$ and $W_K$ (every row of α nearly uniform) and $W_V = I$, and trains the three on "
-                       "the task of <code>attn learn</code>: each token's target is the embedding of the token it "
-                       "should read (猫 reads 坐, 坐 reads 猫, 地毯 reads 坐; those cells of α are outlined). "
-                       "Every frame runs the chain forward, backward and Adam's update a few times, the same C++ "
-                       "as <code>attn learn --seed 1</code>, and every table below is drawn for the weights "
-                       "reached. The lesson itself stops at the forward pass.",
+        # {} {}: the lesson's d_k and d_v, which the training keeps
+        "train_intro": "Or watch relevance being learned: <b>train</b> replaces $W_Q$ and $W_K$ with small random "
+                       "weights (every row of α nearly uniform) and trains the two on the task of "
+                       "<code>attn learn</code>, with the lesson's $d_k = {}$ and $d_v = {}$: each token's target is "
+                       "the value $v$ of the token it should attend to (猫 to 坐, 坐 to 猫, 地毯 to 坐; those cells "
+                       "of α are outlined). $W_V$ stays fixed, so the loss can fall only as α moves its weight to "
+                       "those cells. Every frame runs the chain forward, backward and Adam's update a few times, the "
+                       "same C++ as <code>attn learn</code>, and every table below is drawn for the weights reached. "
+                       "The lesson itself stops at the forward pass.",
         "train": "train", "pause": "pause", "step": "step",
-        "trained_note": "These weights were learned: {} steps of the backward and Adam from seed 1, on the task "
-                        "above; every table below follows from them.",
+        # {} {}: the steps taken, the seed
+        "trained_note": "These weights were learned: {} steps of backpropagation and Adam (seed {}) on the task "
+                        "above moved $W_Q$ and $W_K$, and $W_V$ stayed as it started; every table below follows "
+                        "from them.",
         "loss_curve": "L = ½‖O − T‖² by step (logarithmic scale)",
         "lang": "en",
         "stale": "Not current: these tables still show the last input the chain accepted, not the one above",
+        "full_stop": ". ",
         "render_failed": "This result could not be drawn",
         "refused": "The chain refused this input",
-        "cell_problems": {},  # English: the program's own message, as attn run prints it
+        # a refused cell: matrix, row, column, the cell as typed (the problem from cli/wasm_walk.cpp's
+        # "cell"; "empty" and "decimal_comma" are told apart by the page)
+        "cell_problems": {
+            "not_a_number": "{}, row {}, column {}: “{}” is not a number",
+            "decimal_comma": "{}, row {}, column {}: “{}” is not a number; a comma separates values here, "
+                             "so write the decimal point as “.”",
+            "empty": "{}, row {}, column {} is empty",
+            "beyond_float32": "{}, row {}, column {}: “{}” is beyond float32 (at most ±3.4e38)",
+            "infinite": "{}, row {}, column {}: “{}” is infinite",
+            "nan": "{}, row {}, column {}: “{}” is NaN (not a number)",
+        },
     },
     "zh": {
         "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
         "names": {"X": "输入", "Q": "Query", "K": "Key", "V": "Value", "S": "分数", "S'": "缩放后",
                   "α": "权重", "O": "输出", "mask": "因果掩码（可选）"},
-        "heading": "示例的计算结果，由 attn 算出",
-        "intro": "下面每个数都是构建本页时由 <code>attn walk --format json</code> 输出的，因此不会与代码脱节；"
-                 "关于它们的每句说明也来自同一输出。",
+        "heading": "示例的计算结果（由 attn 算出）",
+        "intro": "下面的每个数都由 <code>attn walk --format json</code> 在生成本页时输出，因此不会与代码不一致；"
+                 "关于这些数的每句说明也来自同一份输出。",
         "choose": "选择缩放方式与掩码：",
         "scale": "缩放", "mask": "掩码", "no_mask": "无", "causal": "因果",
-        "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$（课程）", "dk": r"$\div d_k$", "none": "不缩放"},
+        "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$（课程所用）", "dk": r"$\div d_k$", "none": "不缩放"},
         "colon": "：", "semicolon": "；", "comma": "，", "space": "",
-        "noscript": "这个示例的表格需要 JavaScript；<code>attn walk</code> 会打印同样的数。",
-        "live_intro": "可以修改任意一个数、词的名字、词的个数，以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
-                      "WebAssembly 版本重新算出——与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 float32 "
-                      "范围的格子会被标出并说明原因；改正之前，下面的表格会变淡，并注明它们不是当前输入的结果。",
-        "edited_note": "现在这些是你的数，而不是课程里的；下面每张表都由它们算出。",
+        "noscript": "这个示例的表格需要 JavaScript 才能显示；<code>attn walk</code> 会打印同样的数值。",
+        "live_intro": "可以修改任意一个数、词的名称、词的个数以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
+                      "WebAssembly 版本重新算出，它与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 "
+                      "float32 范围的格子会被标出并注明原因；改正之前，下面的表格会变淡，并注明它们不是当前输入的"
+                      "结果。负号写成 - 或 − 都可以。",
+        "edited_note": "现在用的是你输入的数，不再是课程里的；下面每张表都由它们算出。",
         "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
-        "train_intro": "也可以看看相关性是怎样学出来的：点<b>训练</b>后，权重换成很小的随机 $W_Q$、$W_K$"
-                       "（α 的每一行都接近均匀）和 $W_V = I$，再在 <code>attn learn</code> 的任务上训练这三个矩阵："
-                       "每个词的目标是它应当读取的那个词的嵌入（猫读坐，坐读猫，地毯读坐；α 中这些格子带有边框）。"
-                       "每一帧让计算链做几次前向、反向和 Adam 更新，与 <code>attn learn --seed 1</code> 是同一份 C++，"
-                       "下面每张表都按当前学到的权重画出。课程本身只讲到前向计算为止。",
+        "train_intro": "也可以看看相关性是怎样学出来的：点击「训练」后，$W_Q$ 和 $W_K$ 会换成很小的随机权重"
+                       "（α 的每一行都接近均匀），再在 <code>attn learn</code> 的任务上训练这两个矩阵，维度与课程相同："
+                       "$d_k = {}$，$d_v = {}$。每个词的目标是它应当关注的那个词的 Value 向量 $v$（猫关注坐、"
+                       "坐关注猫、地毯关注坐；α 中这些格子带有边框）。$W_V$ 保持不变，所以损失要下降，只能让 α "
+                       "把权重移到这些格子上。每一帧让计算链做几次前向计算、反向传播和 Adam 更新，与 "
+                       "<code>attn learn</code> 是同一份 C++ 代码；下面每张表都按当前学到的权重画出。"
+                       "课程本身只讲到前向计算为止。",
         "train": "训练", "pause": "暂停", "step": "步数",
-        "trained_note": "这些权重是学出来的：从种子 1 开始，按上面的任务做了 {} 步反向传播和 Adam 更新；"
-                        "下面每张表都由它们算出。",
+        "trained_note": "这些权重是学出来的：按上面的任务对 $W_Q$ 和 $W_K$ 做了 {} 步反向传播和 Adam 更新"
+                        "（随机种子为 {}），$W_V$ 保持不变；下面每张表都由它们算出。",
         "loss_curve": "L = ½‖O − T‖² 随步数的变化（对数刻度）",
         "lang": "zh",
-        "stale": "以下不是当前结果：这些表格仍是计算链上一次接受的输入算出的，而不是上面这组输入",
-        "render_failed": "这个结果无法显示",
+        "stale": "以下表格不是当前输入的结果：它们仍按计算链上一次接受的输入算出",
+        "full_stop": "。",
+        "render_failed": "无法显示这个结果",
         "refused": "计算链拒绝了这组输入",
-        # a refused cell: matrix, row, column, the value as typed (cli/wasm_walk.cpp's "cell")
         "cell_problems": {
-            "not_a_number": "{}：第 {} 行第 {} 个值不是数字：“{}”",
-            "beyond_float32": "{}：第 {} 行第 {} 个值（{}）超出 float32 的范围（最大 ±3.4e38）",
-            "infinite": "{}：第 {} 行第 {} 个值是无穷大",
-            "nan": "{}：第 {} 行第 {} 个值是 NaN（不是数）",
+            "not_a_number": "{}：第 {} 行第 {} 列的「{}」不是数字",
+            "decimal_comma": "{}：第 {} 行第 {} 列的「{}」不是数字：这里的逗号用来分隔数值，小数点请写成「.」",
+            "empty": "{}：第 {} 行第 {} 列为空",
+            "beyond_float32": "{}：第 {} 行第 {} 列的「{}」超出 float32 的范围（最大 ±3.4e38）",
+            "infinite": "{}：第 {} 行第 {} 列的「{}」是无穷大",
+            "nan": "{}：第 {} 行第 {} 列的「{}」是 NaN（非数值）",
         },
     },
 }

@@ -61,7 +61,7 @@ function heatmapReport() {
   const visible = () => [...document.querySelectorAll(".variant")].filter(isShown);
   const shades = table => [...table.querySelectorAll("td")].map(td => {
     const m = getComputedStyle(td).backgroundColor.match(/rgba?\([^,]+,[^,]+,[^,]+(?:,\s*([\d.]+))?\)/);
-    return {value: parseFloat(td.textContent.replace("−", "-")), alpha: m && m[1] ? parseFloat(m[1]) : 1};
+    return {value: parseFloat(td.textContent.replace(/−/g, "-")), alpha: m && m[1] ? parseFloat(m[1]) : 1};
   });
   const shown = visible();
   if (shown.length !== 1) return {variants_shown: shown.length};

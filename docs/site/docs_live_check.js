@@ -6,9 +6,11 @@
 //   2. add a token and switch the causal mask on: report α (its upper triangle must be 0);
 //   3. type a non-number into X: report which cells are marked, the message, and whether α stayed;
 //   4. fix it, reset to the lesson, mask off: report α's first row (0.4838 0.2844 0.2317);
-//   5. type 3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters and 0.5 into W_Q₁₁, one after the
-//      other, as keystrokes arrive: after each, report the matrices typed, whether the tables are
-//      marked as not current (and what they say), the marked cells, the message, α and O;
+//   5. type 3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters, 1,5, −0.2 (the minus sign the page
+//      prints), －0.2 (a full-width minus) and 0.5 into W_Q₁₁, one after the other, as keystrokes
+//      arrive: after each, report the matrices typed, whether the tables are marked as not current
+//      (and what they say), the marked cells, the message, the tables W_Q, S, α and O as shown, and
+//      the text of every table cell;
 //   6. train: pause after the first frame and resume; once the Learner has taken its 300 steps,
 //      report the step and loss shown, α, the outlined cells, the loss curve; reset to the lesson;
 //   and every script error the page raised, and the milliseconds of the first render (from reading and from compiling the module) and of each
@@ -24,8 +26,9 @@
     document.body.appendChild(pre);
   };
   const section = document.querySelector("section.worked");
-  const shown = (name) => [...section.querySelectorAll(`.variant .mat[data-name="${name}"] table tr`)].slice(1)
-    .map((tr) => [...tr.cells].slice(1).map((td) => td.textContent.replace("−", "-")));
+  // a table as the reader sees it, its values only (no row or column labels), with − read as -
+  const shown = (name) => [...section.querySelectorAll(`.variant .mat[data-name="${name}"] table tr`)]
+    .map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent.replace(/−/g, "-"))).filter((row) => row.length);
   const cell = (m, i, j) => section.querySelector(`.editor input[data-m="${m}"][data-i="${i}"][data-j="${j}"]`);
   const type = (input, value) => {
     input.value = value;
@@ -63,12 +66,13 @@
     r.reset = { alpha_row_1: shown("alpha")[0], tokens: shown("alpha").length };
 
     const variant = section.querySelector(".variant");
-    r.typed = ["3e19", "1", "1e", "1e4", "1e40", "inf", "nan", "", "abc", "0.5"].map((value) => {
+    r.typed = ["3e19", "1", "1e", "1e4", "1e40", "inf", "nan", "", "abc", "1,5", "−0.2", "－0.2", "0.5"].map((value) => {
       type(cell("W_Q", 0, 0), value);
       const note = variant.querySelector(".stale-note");
       return { value, inputs: matrices(), stale: variant.classList.contains("stale"), note: note ? note.textContent : "",
                marked: [...section.querySelectorAll(".editor input.bad")].map((c) => [c.dataset.m, +c.dataset.i, +c.dataset.j]),
-               message: section.querySelector(".editor .error").textContent, alpha: shown("alpha"), O: shown("O"),
+               message: section.querySelector(".editor .error").textContent,
+               W_Q: shown("W_Q"), S: shown("S"), alpha: shown("alpha"), O: shown("O"),
                tables: [...variant.querySelectorAll("td")].map((td) => td.textContent).join(" ") };
     });
     click('.editor button[data-action="reset"]');
@@ -96,6 +100,14 @@
     r.paused = { status: status(), button: trainButton().textContent };
     trainButton().click();
   };
-  if (window.workedExampleReady !== undefined) run();
-  else section.addEventListener("worked-example-ready", run);
+  // a step that throws leaves its error as the report, rather than no report at all
+  const guarded = () => {
+    try {
+      run();
+    } catch (e) {
+      report({ error: `${e.message} (${e.stack})` });
+    }
+  };
+  if (window.workedExampleReady !== undefined) guarded();
+  else section.addEventListener("worked-example-ready", guarded);
 })();

@@ -12,31 +12,63 @@
   const data = JSON.parse(section.querySelector("script.worked-data").textContent);
   const t = data.text;
   const out = section.querySelector(".variant");
-  // Training (the live example only): the Learner of the WebAssembly module, the steps it has taken,
-  // L before each of them, and the cell each row of α should choose.
-  const learning = { learner: null, step: 0, losses: [], loss: null, wanted: null, running: false, timer: 0 };
+  // Training (the live example only): attn learn's defaults (task, steps, lr, seed, from the module),
+  // the module's Learner, the steps it has taken, L before each of them, and the cell each row of α
+  // should choose.
+  const learning = { defaults: null, learner: null, step: 0, losses: [], loss: null, wanted: null, running: false, timer: 0 };
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
   // ---- the layout of one result --------------------------------------------------------------
   // JSON has no word for ±∞ or NaN, so the chain writes them as the strings "inf", "-inf" (a masked
   // score) and "nan"; every value below is shown as what it is, in a table and in a formula alike.
-  const value = (v) => (typeof v === "number" ? v : { inf: Infinity, "-inf": -Infinity }[v] ?? NaN);
+  //
+  // How a number is written. The chain computes in float32 and writes each value with 9 significant
+  // digits, enough to read back the same float32; read as a double, those digits would print as
+  // digits no float holds (45600001799999995904 for the float32 45600001758288936960). So each value
+  // is first taken back to its float32 (Math.fround), then written as the shortest decimal that reads
+  // back to that float32 (at most 9 significant digits). To keep the tables' columns readable:
+  //   - 0 and 0.001 ≤ |x| < 100000: that shortest decimal rounded, or padded with zeros, to exactly
+  //     4 decimals (0.4838, 0.2000, 12345.6780): no digit goes beyond what the float holds;
+  //   - any other magnitude: the shortest decimal itself, in scientific notation (3e19, 4.56e19,
+  //     3.2999978e18, 2.5e−7), since 4 decimals would show no digit of it, or more digits than the float has.
+  // Tables and prose print a negative sign as − (U+2212); formulas set the same digits in TeX, and
+  // the editor's cells hold the shortest decimal in ASCII, as a reader types it.
+  const value = (v) => (typeof v === "number" ? Math.fround(v) : { inf: Infinity, "-inf": -Infinity }[v] ?? NaN);
+  const scientific = (x) => x !== 0 && !(Math.abs(x) >= 1e-3 && Math.abs(x) < 1e5);
+  function decimal(x) {  // the shortest decimal that reads back to the float32 x (finite), in ASCII
+    let e = x.toExponential(8);
+    for (let digits = 1; digits < 9; ++digits) {
+      const fewer = x.toExponential(digits - 1);
+      if (Math.fround(Number(fewer)) === x) {
+        e = fewer;
+        break;
+      }
+    }
+    return scientific(x) ? e.replace("e+", "e") : String(Number(e));
+  }
+  const digits = (x) => (scientific(x) ? decimal(x) : Number(decimal(x)).toFixed(4));
   const shown = (v, inTable) => {
     const x = value(v);
-    if (Number.isFinite(x)) return inTable ? x.toFixed(4).replace("-", "−") : x.toFixed(4);
+    if (Number.isFinite(x)) {
+      if (inTable) return digits(x).replace(/-/g, "−");
+      const [mantissa, exponent] = digits(x).split("e");
+      return exponent === undefined ? mantissa : `${mantissa}\\times 10^{${exponent}}`;
+    }
     if (Number.isNaN(x)) return inTable ? "NaN" : "\\text{NaN}";
     return inTable ? (x > 0 ? "∞" : "−∞") : (x > 0 ? "\\infty" : "-\\infty");
   };
   const fmt = (v) => shown(v, true);
   const fixed = (v) => shown(v, false);
+  // one factor of a written-out product: trailing zeros dropped, bracketed when signed or scientific
   const term = (v) => {
     const x = value(v);
-    const s = Number.isFinite(x) ? x.toFixed(4).replace(/0+$/, "").replace(/\.$/, "") : fixed(v);
-    return x < 0 || Number.isNaN(x) ? `(${s})` : s;
+    const s = Number.isFinite(x) && !scientific(x) ? digits(x).replace(/0+$/, "").replace(/\.$/, "") : fixed(v);
+    return x < 0 || Number.isNaN(x) || scientific(x) ? `(${s})` : s;
   };
   const products = (a, b) => a.map((x, k) => `${term(x)}\\times ${term(b[k])}`).join(" + ");
   const column = (m, j) => m.map((row) => row[j]);
-  const fill = (template, ...values) => values.reduce((s, v) => s.replace("{}", v), template);
+  // each {} in turn by the next value, taken literally (a cell typed as "$&" stays "$&")
+  const fill = (template, ...values) => values.reduce((s, v) => s.replace("{}", () => v), template);
 
   // `wanted` (training only): wanted[i] is the column row i of α should choose; that cell is outlined
   function table(m, rows, cols, heat, wanted) {
@@ -80,15 +112,15 @@
     const para = (sentence) => `<p>${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}</p>`;
     const step = (title, note) => html.push(`<h3>${title}</h3>${para(note)}`);
     const c = t.colon, sc = t.semicolon;
-    const r = d.causal ? n - 1 : 0, ri = r + 1;  // the row written out: the last under the mask, as in the walk
 
     step(s["title.1"], s["note.1"]);
     html.push(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model)))));
     step(s["title.2"], s["note.2"]);
-    const note = { lesson: s.weights, edited: t.edited_note, trained: fill(t.trained_note, learning.step) }[mode];
-    html.push(`<p>${note}</p>`);
-    html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]))),
-                   ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length))))));
+    const note = { lesson: () => s.weights, edited: () => t.edited_note,
+                   trained: () => fill(t.trained_note, learning.step, learning.defaults.seed) }[mode];
+    html.push(`<p>${note()}</p>`);
+    html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]), k)),
+                   ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length)), k))));
     html.push(`<p>${s.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${s.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
               + ` = ${fixed(d.Q[0][0])}$</p>`);
     step(s["title.3"], s["note.3"]);
@@ -114,7 +146,7 @@
     }
     step(s["title.5"], s["note.5"]);
     html.push(mats(figure(s.heat, table(d.weights, tok, tok, true, mode === "trained" ? learning.wanted : null), "alpha")));
-    const w = d.softmax_row, i = w.row + 1;  // under the mask: the last row, which sees every token
+    const w = d.softmax_row, i = w.row + 1;  // the row the chain wrote out (its JSON says which)
     const seen = w.exponentials.filter((_, j) => d.softmax_input[w.row][j] !== "-inf");
     html.push(`<p>${s.expanded}${c}${s.row_max}${c}$m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
               + seen.map(fixed).join(", ") + `$${sc}${s.sum} $= ${fixed(w.sum)}$${sc}`
@@ -128,9 +160,9 @@
     html.push(mats(figure("$O$", table(d.output, tok, idx.slice(0, d.d_v)), "O")));
     const mix = (row) => d.weights[row].map((a, j) => `${fixed(a)}\\, v_${j + 1}`).join(" + ");
     html.push(`<p>${s.expanded}${c}$o_1 = ${mix(0)}$</p>`);
-    html.push(aside(s.confusion3, para(s.confusion3_note) + `<p>$o_${ri} = ${mix(r)}$</p>`));
-    html.push(aside(s.exercise5, para(s.exercise5_note) + exercise5(d.exercise5[0], s),
-                    d.exercise5.length > 1 ? para(s.exercise5_causal) + exercise5(d.exercise5[1], s) : ""));
+    html.push(aside(s.confusion3, para(s.confusion3_note) + `<p>$o_${i} = ${mix(w.row)}$</p>`));
+    // exercise 5 for each row the chain compared (row 1, and under the mask the last row too)
+    html.push(aside(s.exercise5, ...d.exercise5.map((e, k) => para(k ? s.exercise5_causal : s.exercise5_note) + exercise5(e, s))));
     html.push(aside(s.confusion4, para(fill(s.confusion4_note, d.d_k, d.d_model))
                     + `<p>$d_k = d_{\\text{model}} / h = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$</p>`
                     + para(s.heads_cost)));
@@ -154,12 +186,10 @@
   // ---- the editable example (only with the WebAssembly build) ------------------------------------
   let live = null;
   if (!window.AttnWalk) return;
-  const short = (v) => String(Number(v.toPrecision(7)));  // 0.200000003 (a float) → "0.2", as typed
+  const typed = (m) => m.map((row) => row.map((v) => decimal(value(v))));  // 0.200000003 → "0.2", as typed
   const lesson = data.variants["sqrt-0"];
   const fresh = () => ({
-    tokens: lesson.tokens.slice(),
-    X: lesson.X.map((r) => r.map(short)), W_Q: lesson.W_Q.map((r) => r.map(short)),
-    W_K: lesson.W_K.map((r) => r.map(short)), W_V: lesson.W_V.map((r) => r.map(short)),
+    tokens: lesson.tokens.slice(), X: typed(lesson.X), W_Q: typed(lesson.W_Q), W_K: typed(lesson.W_K), W_V: typed(lesson.W_V),
   });
   let state = fresh(), mode = "lesson";
   const editor = section.querySelector(".editor");
@@ -178,7 +208,7 @@
       + `<span class="count">${t.tokens}${t.colon}${n}</span>${button("token+", "+", n >= 8)}${button("token-", "−", n <= 1)}`
       + `<span class="count">$d_k$${t.colon}${dk}</span>${button("dk+", "+", dk >= 8)}${button("dk-", "−", dk <= 1)}`
       + `<span class="count">$d_v$${t.colon}${dv}</span>${button("dv+", "+", dv >= 8)}${button("dv-", "−", dv <= 1)}`
-      + button("reset", t.reset, false) + `</div><p>${t.train_intro}</p><div class="training"></div><div class="mats">`
+      + button("reset", t.reset, false) + `</div><p>${fill(t.train_intro, lesson.d_k, lesson.d_v)}</p><div class="training"></div><div class="mats">`
       + figure("$X$", grid("X", state.X, state.tokens)) + figure("$W_Q$", grid("W_Q", state.W_Q))
       + figure("$W_K$", grid("W_K", state.W_K)) + figure("$W_V$", grid("W_V", state.W_V))
       + `</div><p class="error" role="alert"></p>`;
@@ -215,15 +245,21 @@
       + "</svg>", "loss");
   }
 
-  const csv = (m) => m.map((row) => row.map((v) => v.trim()).join(",")).join("\n");
-  // What the chain refused, in the page's language: a refused value by its cell (the module says
-  // where it is and what is wrong with it, so nothing here reads the message), anything else (shapes,
-  // a step that could leave float32) with the program's own message.
+  // A cell as the chain reads it. What a reader types or pastes for a number becomes ASCII: full-width
+  // forms (１.５, －2) by NFKC, and every minus-like sign, the − (U+2212) this page prints among them,
+  // as "-". A comma would split the CSV row, so it goes as "!", which no number holds: the chain then
+  // refuses that very cell, and refusal() below names it as the reader typed it.
+  const asRead = (text) => text.normalize("NFKC").replace(/[\u2010-\u2015\u2212\uFE58\uFE63]/g, "-").replace(/,/g, "!").trim();
+  const csv = (m) => m.map((row) => row.map(asRead).join(",")).join("\n");
+  // What the chain refused, in the page's language. A refused value comes with its cell (matrix, row,
+  // column, what is wrong with it), which the page names in its own words, quoting the cell as typed,
+  // so nothing here reads the chain's message; anything else (shapes, a step that could leave float32)
+  // is told with the chain's own message.
   const refusal = (d) => {
     if (!d.cell) return t.lang === "en" ? d.error : `${t.refused}${t.colon}${d.error}`;
-    if (t.lang === "en") return d.error;
-    const c = d.cell;
-    return fill(t.cell_problems[c.problem], c.matrix, c.row, c.column, c.text);
+    const c = d.cell, text = state[c.matrix][c.row - 1][c.column - 1].trim();
+    const problem = !text ? "empty" : c.problem === "not_a_number" && text.normalize("NFKC").includes(",") ? "decimal_comma" : c.problem;
+    return fill(t.cell_problems[problem], c.matrix, c.row, c.column, text.slice(0, 40));
   };
   // While a cell is refused, or a result could not be drawn, the tables below still hold an earlier
   // result: they are dimmed and say so, until the chain has computed the input shown above them.
@@ -235,7 +271,7 @@
       note.className = "stale-note";
       out.prepend(note);
     }
-    note.textContent = `${t.stale}${t.colon}${why}`;
+    note.textContent = `${t.stale}${t.full_stop}${why}`;
   };
   function compute() {
     const { scale, causal } = choice();
@@ -304,17 +340,10 @@
   });
 
   // ---- training, a few steps per frame (the module's Learner: attention/learn.cpp's Trainer) -----
-  const TRAIN_STEPS = 300, STEPS_PER_FRAME = 2;  // attn learn's default run, drawn in 150 frames
+  const STEPS_PER_FRAME = 2;  // attn learn's default run, drawn two steps a frame
   function adopt(r) {  // what the Learner reports after its steps: the weights now, and the losses
     // each float written as the shortest decimal that reads back to it: 0.3, not 0.300000012
-    const shortest = (text) => {
-      const x = Math.fround(Number(text));
-      for (let digits = 1; ; ++digits) {
-        const decimal = String(Number(x.toPrecision(digits)));
-        if (Math.fround(Number(decimal)) === x || digits === 9) return decimal;
-      }
-    };
-    const rows = (text) => text.trim().split("\n").map((line) => line.split(",").map(shortest));
+    const rows = (text) => text.trim().split("\n").map((line) => line.split(",").map((v) => decimal(value(Number(v)))));
     Object.assign(state, { X: rows(r.X), W_Q: rows(r.W_Q), W_K: rows(r.W_K), W_V: rows(r.W_V) });
     learning.step = r.step;
     learning.losses.push(...r.losses);
@@ -324,13 +353,15 @@
   }
   function train() {
     if (!learning.learner) {  // the lesson's X and tokens, the Learner's first weights, ÷√d_k and no mask
+      const { task, seed, lr } = learning.defaults;
       state = fresh();
-      learning.learner = new module.Learner("sentence", 1, 0.05);
+      learning.learner = new module.Learner(task, seed, lr);
       adopt(JSON.parse(learning.learner.step(0)));
       section.querySelector('.switch input[value="sqrt"]').checked = true;
       section.querySelector('.switch input[value="0"]').checked = true;
     }
-    learning.goal = (Math.floor(learning.step / TRAIN_STEPS) + 1) * TRAIN_STEPS;
+    const steps = learning.defaults.steps;
+    learning.goal = (Math.floor(learning.step / steps) + 1) * steps;
     learning.running = true;
     frame();
   }
@@ -363,6 +394,7 @@
   const compiling = performance.now();
   Promise.resolve(window.AttnWalk()).then((m) => {
     module = m;
+    learning.defaults = JSON.parse(module.learnDefaults());  // {"task", "steps", "lr", "seed"}, as attn learn's
     live = { compute };
     drawEditor();
     compute();
