@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -228,21 +229,24 @@ TEST_CASE("the Chinese docs say which links lead to English-only pages", "[docs]
     // Every page but the two lesson docs is English only: a link to one from Chinese text says （英文）.
     const std::string text = read(root / "docs/lesson-03.zh.md");
     std::size_t links = 0;
-    for (const char* target : {"](reading-order.md)", "](performance.md)", "](../README.md)"}) {
-        for (std::size_t at = text.find(target); at != std::string::npos; at = text.find(target, at + 1)) {
-            const std::size_t open = text.rfind('[', at);
-            const std::string label = text.substr(open + 1, at - open - 1);
-            INFO(label << target);
-            CHECK(label.size() >= std::string("（英文）").size());
-            CHECK(label.ends_with("（英文）"));
-            ++links;
-        }
+    for (std::size_t at = text.find(".md"); at != std::string::npos; at = text.find(".md", at + 1)) {
+        const std::size_t target = text.rfind("](", at);
+        if (target == std::string::npos || text.find_first_of(")\n", target) < at) continue;  // not a link's target
+        const std::string page = text.substr(target + 2, at + 3 - target - 2);
+        if (page == "lesson-03.md" || page == "lesson-03.zh.md") continue;
+        const std::size_t open = text.rfind('[', target);
+        const std::string label = text.substr(open + 1, target - open - 1);
+        INFO(label << " → " << page);
+        CHECK(label.size() >= std::string("（英文）").size());
+        CHECK(label.ends_with("（英文）"));
+        ++links;
     }
-    CHECK(links >= 2);
+    CHECK(links >= 3);
 }
 
 // A learner's path comes first (run, read the formula↔code table, open the page, change a number,
-// each step's command on a line of its own), the engineer's sections after it.
+// each step's command on a line of its own), the exercises, then links to the engineer's pages. The
+// README stays a front door: every engineer's section is a page of docs/ that the site builds.
 TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what to do next", "[docs]") {
     const std::string text = read(root / "README.md");
     const std::vector<std::string> order = {"Attention 03",
@@ -260,12 +264,7 @@ TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what 
                                             "\n    ./scripts/dev wasm ",
                                             "\n    ./scripts/dev docs ",
                                             "## The exercises",
-                                            "## For engineers",
-                                            "## Your own matrices",
-                                            "## Backends",
-                                            "## Benchmarks",
-                                            "## Robustness",
-                                            "## Building elsewhere"};
+                                            "## Beyond the lesson"};
     std::size_t at = 0;
     for (const std::string& part : order) {
         INFO(part);
@@ -275,6 +274,179 @@ TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what 
     }
     CHECK_THAT(text, Catch::Contains("apt-get") && Catch::Contains("sudo") && Catch::Contains("-Werror") &&
                          Catch::Contains("--largest"));
+    CHECK(std::count(text.begin(), text.end(), '\n') <= 150);
+}
+
+TEST_CASE("every engineer's section is a page of docs/ that the README links and the site builds", "[docs]") {
+    // page → the headings it must carry: where the README's former sections live now
+    const std::vector<std::pair<std::string, std::vector<std::string>>> pages = {
+        {"using.md",
+         {"## Your own matrices", "## Backends", "## The library in C++", "## From Python", "## In a browser"}},
+        {"building.md",
+         {"## What the build needs", "## One binary, every vector width", "## Other compilers and machines",
+          "## Benchmarks", "## The pages and their check", "## CI, and what depends on the machine"}},
+        {"robustness.md", {"## Bad input", "## Nothing lost", "## Edge cases, decided", "## Sanitizers and fuzzing"}},
+        {"performance.md", {"## Reproduce"}},
+        {"reading-order.md", {"## Rooms"}}};
+    const std::string readme = read(root / "README.md"), site = read(root / "docs/site/annotate.py");
+    for (const auto& [page, headings] : pages) {
+        INFO("docs/" << page);
+        CHECK_THAT(readme, Catch::Contains("](docs/" + page + ")"));
+        CHECK_THAT(site, Catch::Contains("\"" + page + "\": ("));  // in annotate.py's PAGES: built and checked
+        const std::string text = read(root / "docs" / page);
+        for (const std::string& heading : headings) {
+            INFO(heading);
+            CHECK(text.find("\n" + heading) != std::string::npos);
+        }
+    }
+}
+
+namespace {
+
+// The anchor a Markdown viewer gives a heading (GitHub's rule, which docs/site/annotate.py follows):
+// lower case; letters, digits, marks, '_' and '-' kept; spaces become '-'; everything else dropped.
+// Non-ASCII text is kept except the punctuation and symbol blocks below.
+std::string heading_anchor(const std::string& heading) {
+    std::string out;
+    for (std::size_t k = 0; k < heading.size();) {
+        const auto byte = static_cast<unsigned char>(heading[k]);
+        if (byte < 0x80) {
+            if (std::isalnum(byte) || byte == '_' || byte == '-') out += char(std::tolower(byte));
+            else if (byte == ' ') out += '-';
+            ++k;
+            continue;
+        }
+        const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2;
+        char32_t code = byte & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
+        for (std::size_t b = 1; b < length && k + b < heading.size(); ++b)
+            code = code << 6 | (static_cast<unsigned char>(heading[k + b]) & 0x3F);
+        const auto in = [&](char32_t from, char32_t to) { return code >= from && code <= to; };
+        const bool latin1_letter_or_number = code == 0xAA || code == 0xB2 || code == 0xB3 || code == 0xB5 ||
+                                             code == 0xB9 || code == 0xBA || in(0xBC, 0xBE);
+        const bool symbol = (in(0xA0, 0xBF) && !latin1_letter_or_number) || code == 0xD7 || code == 0xF7 ||
+                            in(0x2000, 0x206F) || in(0x2190, 0x23FF) || in(0x2500, 0x27BF) ||
+                            (in(0x3000, 0x303F) && !in(0x3005, 0x3007)) || in(0xFE30, 0xFE4F) || in(0xFF00, 0xFF0F) ||
+                            in(0xFF1A, 0xFF20) || in(0xFF3B, 0xFF40) || in(0xFF5B, 0xFF65);
+        if (!symbol) out += heading.substr(k, length);
+        k += length;
+    }
+    return out;
+}
+
+struct Heading {
+    std::string text;
+    std::size_t at;  // where it stands in its file
+};
+
+// The headings of a Markdown file ("## …" lines outside code blocks), in order.
+std::vector<Heading> headings_of(const std::string& text) {
+    std::vector<Heading> found;
+    bool fenced = false;
+    std::size_t at = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line); at += line.size() + 1) {
+        if (line.rfind("```", 0) == 0) fenced = !fenced;
+        if (fenced || line.empty() || line[0] != '#') continue;
+        const std::size_t start = line.find_first_not_of('#');
+        if (start == std::string::npos || start > 6 || line[start] != ' ') continue;
+        found.push_back({line.substr(start + 1), at});
+    }
+    return found;
+}
+
+// The anchors a page offers: its headings', each repeated one numbered -1, -2, … as GitHub does, and
+// the worked example's, where the page's placeholder for it stands.
+std::set<std::string> anchors_of(const std::string& text) {
+    std::set<std::string> found;
+    std::map<std::string, int> seen;
+    for (const Heading& h : headings_of(text)) {
+        const std::string anchor = heading_anchor(h.text);
+        const int times = seen[anchor]++;
+        found.insert(times ? anchor + "-" + std::to_string(times) : anchor);
+    }
+    if (text.find("\n<!-- worked-example -->") != std::string::npos) found.insert("worked-example");
+    return found;
+}
+
+// Whether a quoted name is a heading: the whole heading, or its start up to " (", ":" or ",".
+bool names_heading(const std::string& name, const std::string& heading) {
+    if (heading == name) return true;
+    if (heading.rfind(name, 0) != 0) return false;
+    const std::string rest = heading.substr(name.size());
+    return rest.rfind(" (", 0) == 0 || rest.rfind(":", 0) == 0 || rest.rfind(",", 0) == 0;
+}
+
+// What in `text` (the file at `path`) points at nothing: a link to a file that is not there, to an
+// anchor its Markdown page lacks, or a "Name" above / below that names no heading on that side.
+std::vector<std::string> dangling_references(const fs::path& path, const std::string& text) {
+    std::vector<std::string> problems;
+    std::string prose;  // the text without code blocks, same length, so positions agree
+    {
+        bool fenced = false;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("```", 0) == 0) fenced = !fenced;
+            prose += (fenced || line.rfind("    ", 0) == 0 ? std::string(line.size(), ' ') : line) + "\n";
+        }
+    }
+    for (std::size_t at = prose.find("]("); at != std::string::npos; at = prose.find("](", at + 1)) {
+        const std::size_t end = prose.find(')', at);
+        if (end == std::string::npos) break;
+        const std::string link = prose.substr(at + 2, end - at - 2);
+        if (link.empty() || link.find(' ') != std::string::npos || link.find("://") != std::string::npos) continue;
+        const std::size_t hash = link.find('#');
+        const std::string file = link.substr(0, hash), anchor = hash == std::string::npos ? "" : link.substr(hash + 1);
+        const fs::path target = file.empty() ? path : (path.parent_path() / file).lexically_normal();
+        if (!fs::exists(target)) {
+            problems.push_back("a link to " + link + ": no such file");
+        } else if (!anchor.empty() && target.extension() == ".md" &&
+                   !anchors_of(file.empty() ? text : read(target)).count(anchor)) {
+            problems.push_back("a link to " + link + ": no such heading");
+        }
+    }
+    const auto headings = headings_of(text);
+    for (const char* side : {"\" above", "\" below"}) {
+        const bool above = std::string(side) == "\" above";
+        for (std::size_t at = prose.find(side); at != std::string::npos; at = prose.find(side, at + 1)) {
+            const std::size_t open = prose.rfind('"', at - 1);
+            if (open == std::string::npos) continue;
+            const std::string name = prose.substr(open + 1, at - open - 1);
+            if (name.empty() || name.find('\n') != std::string::npos) continue;
+            const bool found = std::any_of(headings.begin(), headings.end(), [&](const Heading& h) {
+                return names_heading(name, h.text) && (above ? h.at < open : h.at > open);
+            });
+            if (!found) problems.push_back("\"" + name + side + ": no such heading" + (above ? " above" : " below"));
+        }
+    }
+    return problems;
+}
+
+}  // namespace
+
+TEST_CASE("every reference in the docs leads somewhere: files, headings, anchors, above and below", "[docs]") {
+    // the detector itself, on references it must flag and references it must leave alone
+    const fs::path readme = root / "README.md";
+    const std::string page =
+        "# Title\n\n## Quick start (Debian)\n\nsee \"Quick start\" above and \"Layout\" below.\n"
+        "[a](docs/lesson-03.md#the-steps) [b](docs/lesson-03.md#no-such-part) [c](nowhere.md)\n"
+        "[d](#quick-start-debian) [e](#next) (see \"Next\" above)\n\n## Layout\n";
+    CHECK(dangling_references(readme, page) ==
+          std::vector<std::string>{"a link to docs/lesson-03.md#no-such-part: no such heading",
+                                   "a link to nowhere.md: no such file", "a link to #next: no such heading",
+                                   "\"Next\" above: no such heading above"});
+    CHECK(heading_anchor("CI, and what depends on the machine") == "ci-and-what-depends-on-the-machine");
+    CHECK(heading_anchor("Where $W_Q$ and $W_K$ come from") == "where-w_q-and-w_k-come-from");
+    CHECK(heading_anchor("用更低精度的数（bfloat16）") == "用更低精度的数bfloat16");
+    std::vector<fs::path> files = {readme};
+    for (const auto& entry : fs::directory_iterator(root / "docs"))
+        if (entry.path().extension() == ".md") files.push_back(entry.path());
+    for (const fs::path& file : files) {
+        for (const std::string& problem : dangling_references(file, read(file))) {
+            INFO(fs::relative(file, root).string() << ": " << problem);
+            CHECK(problem == "");
+        }
+    }
+    CHECK(files.size() >= 8);
 }
 
 namespace {

@@ -2,7 +2,7 @@
 """Build the annotated source pages: one row per note, the note on the left beside the lines of code it
 describes on the right, one page per file of attention/, matrix/, simd/ and io/; the lesson (English
 and Chinese) as the front pages, with the flow diagram and the worked example; the reading order and
-the performance page with its plots and data.
+the pages for engineers (using it, building it, robustness) and the performance page with its plots and data.
 
     /usr/bin/python3 docs/site/annotate.py [--out build/docs] [--attn build/attn]
     (or: ./scripts/dev docs, or meson compile -C build docs)
@@ -18,6 +18,7 @@ import argparse
 import html
 import re
 import shutil
+import unicodedata
 from pathlib import Path
 
 import markdown
@@ -44,6 +45,9 @@ MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
 PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
          "lesson-03.zh.md": ("第 03 讲（中文）", "lesson-03.zh.html", "zh-CN"),
          "reading-order.md": ("Reading order", "reading-order.html", "en"),
+         "using.md": ("Using it", "using.html", "en"),
+         "building.md": ("Building, testing, CI", "building.html", "en"),
+         "robustness.md": ("Robustness", "robustness.html", "en"),
          "performance.md": ("Performance", "performance.html", "en")}
 
 
@@ -140,6 +144,25 @@ def source_page(source, nav, formatter):
     return layout(source, nav, "\n".join(rows), page_name(source))
 
 
+def heading_anchor(text):
+    """The anchor a Markdown viewer gives a heading (GitHub's rule; tests/test_docs.cpp checks links
+    against the same): lower case, letters, marks, digits, '_' and '-' kept, spaces to '-'."""
+    return "".join("-" if c == " " else c for c in text.strip().lower()
+                   if c in " _-" or unicodedata.category(c)[0] in "LMN")
+
+
+def with_heading_ids(html_text, seen):
+    """Every <h1>…<h6> of converted Markdown with the id its heading's anchor gives (repeats numbered
+    -1, -2, … as GitHub numbers them; `seen` counts them over the page), so that links to
+    page.html#heading lead somewhere."""
+    def add_id(m):
+        anchor = heading_anchor(html.unescape(re.sub(r"<[^>]+>", "", m.group(2))))
+        times = seen.get(anchor, 0)
+        seen[anchor] = times + 1
+        return f'<h{m.group(1)} id="{anchor}-{times}">' if times else f'<h{m.group(1)} id="{anchor}">'
+    return re.sub(r"<h([1-6])>(.*?)(?=</h\1>)", lambda m: add_id(m) + m.group(2), html_text, flags=re.S)
+
+
 def markdown_page(md_name, nav, marker_pages, extras):
     """A page of docs/: links to other .md pages and to source files follow them to their HTML pages,
     marker links go to the line carrying the marker, and the <!-- diagram --> and
@@ -153,9 +176,10 @@ def markdown_page(md_name, nav, marker_pages, extras):
     pages = {md: page for md, (_, page, _) in PAGES.items()}
     text = re.sub(r"\]\(([\w.-]+\.md)(#[\w-]+)?\)", lambda m: f"]({pages.get(m.group(1), m.group(1))}{m.group(2) or ''})", text)
     parts = re.split(r"^<!-- ([\w-]+) -->$", text, flags=re.M)
-    body = ""
+    body, seen = "", {}
     for k, part in enumerate(parts):
-        body += extras[part] if k % 2 else with_math_kept(part, lambda t: markdown.markdown(t, extensions=["tables", "fenced_code"]))
+        body += extras[part] if k % 2 else with_heading_ids(
+            with_math_kept(part, lambda t: markdown.markdown(t, extensions=["tables", "fenced_code"])), seen)
 
     def marker_link(m):  # [`[step 3]`](../attention/attention.cpp) → the line of that page carrying it
         marker = html.unescape(m.group(2))
