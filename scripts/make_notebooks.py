@@ -46,7 +46,7 @@ PHRASES = {
                  "cell and run it again; `lesson-03.md` shows where each step lives in the code.",
         "example": "The worked example: the tokens «data:tokens»; $n = «data:n»$, $d_model = «data:d_model»$, "
                    "$d_k = «data:d_k»$, $d_v = «data:d_v»$. `layer.project(X)` is step 2.",
-        "c_module": "The module: installed with pip (README, From Python), or taken straight from a build "
+        "c_module": "The module: installed with pip (docs/using.md, From Python), or taken straight from a build "
                     "directory.",
         "c_font": "the tokens need a CJK font (Debian: fonts-noto-cjk)",
         "c_walk": "the worked example, as `attn walk --format json` prints it",
@@ -149,7 +149,7 @@ PHRASES = {
                  "`lesson-03.zh.md`。",
         "example": "示例中的词为«data:tokens»；$n = «data:n»$，$d_model = «data:d_model»$，$d_k = «data:d_k»$，"
                    "$d_v = «data:d_v»$。`layer.project(X)` 就是第 2 步。",
-        "c_module": "模块：用 pip 安装（见 README 的 From Python 一节），或直接从构建目录导入。",
+        "c_module": "模块：用 pip 安装（见 docs/using.md 的 From Python 一节），或直接从构建目录导入。",
         "c_font": "中文词需要 CJK 字体（Debian：fonts-noto-cjk）",
         "c_walk": "示例的全部中间结果，与 `attn walk --format json` 输出的相同",
         "c_step2": "第 2 步",

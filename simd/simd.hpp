@@ -55,7 +55,8 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // The same O with the products on bfloat16 (Dtype::bf16): Q, K, V and each tile of weights rounded
 // to bfloat16 (nearest, ties to even), the products summed in float, the softmax in float
 // (simd/bf16.hpp, simd/fused.cpp). With vdpbf16ps where the CPU has it (instruction set
-// "avx512bf16"), emulated bit for bit with FMAs elsewhere. No log-sum-exp: it has no backward.
+// "avx512bf16"), emulated with FMAs elsewhere: the same bits at the same width (AVX-512), within the
+// bounds docs/using.md states at others (tests/test_bf16.cpp). No log-sum-exp: it has no backward.
 void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                                Threads threads, const Blocking& blocking = simd::blocking());
 

@@ -140,7 +140,7 @@ TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]")
     check_error("walk --color sometimes", "--color must be auto, always or never");
     check_error("frobnicate", "unknown command 'frobnicate'");
     // Every error of a subcommand's command line names the subcommand where it happened, as the
-    // README's form says: "attn: error: <where>: <what>", one line.
+    // docs/robustness.md says: "attn: error: <where>: <what>", one line.
     const auto check_line = [](const std::string& args, const std::string& line) {
         INFO("attn " << args);
         const RunResult r = run_attn(args);

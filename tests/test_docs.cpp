@@ -278,7 +278,7 @@ TEST_CASE("the README leads a newcomer: the lesson, the two commands, then what 
 }
 
 TEST_CASE("every engineer's section is a page of docs/ that the README links and the site builds", "[docs]") {
-    // page → the headings it must carry: where the README's former sections live now
+    // page → the headings it must carry (the README links each page for these subjects)
     const std::vector<std::pair<std::string, std::vector<std::string>>> pages = {
         {"using.md",
          {"## Your own matrices", "## Backends", "## The library in C++", "## From Python", "## In a browser"}},

@@ -21,7 +21,7 @@ from docs_math import sentence_html
 SCALES = ["sqrt", "dk", "none"]
 
 # The pages' own words: the picture's labels and the controls around the example. Every sentence about
-# the example itself comes from the program (`attn walk --format json`, "text": cli/walk_text.cpp).
+# the example itself comes from the program (`attn walk --format json`, "text": lesson/sentences.cpp).
 TEXT = {
     "en": {
         "diagram_title": "The chain, with the shape of what flows along each arrow (click a step for its code)",
@@ -62,7 +62,7 @@ TEXT = {
         "full_stop": ". ",
         "render_failed": "This result could not be drawn",
         "refused": "The chain refused this input",
-        # a refused cell: matrix, row, column, the cell as typed (the problem from cli/wasm_walk.cpp's
+        # a refused cell: matrix, row, column, the cell as typed (the problem from web/walk.cpp's
         # "cell"; "empty" and "decimal_comma" are told apart by the page)
         "cell_problems": {
             "not_a_number": "{}, row {}, column {}: “{}” is not a number",

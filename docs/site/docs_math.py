@@ -9,7 +9,7 @@ and is cut at its separators (two or more spaces, ';' before two spaces, ': ', a
 prose). A piece is a formula when it holds an operator (= → ← × · Σ √ ∞ ᵀ) and at most one word of
 prose ("for", "when"); formulas are rewritten as TeX, everything else stays text. Used by docs/site/annotate.py.
 
-The sentences of `attn walk` (cli/walk_text.cpp) mark their formulas themselves, with $…$:
+The sentences of `attn walk` (lesson/sentences.cpp) mark their formulas themselves, with $…$:
 sentence_html() sets those pieces the same way (docs/site/docs_example.py).
 """
 import html

@@ -103,7 +103,7 @@
   // mode: "lesson" (the lesson's weights), "edited" (the reader's) or "trained" (the Learner's, below)
   function render(d, mode) {
     const tok = d.tokens, n = d.n;
-    // The program's sentences (cli/walk_text.cpp), typeset when the page was built; an edit changes
+    // The program's sentences (lesson/sentences.cpp), typeset when the page was built; an edit changes
     // the numbers, never the words, so the precomputed variant of the same scale and mask has them.
     const s = data.variants[`${d.scale}-${d.causal ? 1 : 0}`].text;
     const idx = Array.from({ length: Math.max(d.d_model, d.d_k, d.d_v) }, (_, k) => String(k + 1));
