@@ -52,7 +52,7 @@ constexpr Table<Sentence> sentences{{
     {S::expanded, "expanded", "One entry written out", "展开其中一项"},
     {S::title_1, "title.1", "Step 1 · Input $X$", "第 1 步 · 输入 $X$"},
     {S::note_1, "note.1", "each row is one token's embedding; no token knows its neighbours yet.",
-     "每一行是一个词的嵌入向量；此时每个词还不了解上下文。"},
+     "每一行是一个词的嵌入向量；此时每个词还不知道上下文。"},
     {S::title_2, "title.2", "Step 2 · Projections $Q = X·W_Q$, $K = X·W_K$, $V = X·W_V$",
      "第 2 步 · 线性投影 $Q = X·W_Q$，$K = X·W_K$，$V = X·W_V$"},
     {S::note_2, "note.2", "three learned matrices give each token a query, a key and a value.",
@@ -67,14 +67,14 @@ constexpr Table<Sentence> sentences{{
     {S::note_3, "note.3",
      "$S_ij = q_i·k_j$: how well query $i$ matches key $j$. $Kᵀ$ turns the rows of $K$ into columns, so that row "
      "$i$ times column $j$ is that dot product.",
-     "$S_ij = q_i·k_j$ 表示 Query $i$ 与 Key $j$ 的匹配程度。转置把 $K$ 的行变成列，第 $i$ 行乘第 $j$ "
-     "列恰好是这个点积。"},
+     "$S_ij = q_i·k_j$ 表示 Query $i$ 与 Key $j$ 的匹配程度。转置把 $K$ 的行变成列，于是 $Q$ 的第 $i$ 行乘 "
+     "$Kᵀ$ 的第 $j$ 列恰好就是这个点积。"},
     {S::transpose, "transpose", "Why $Kᵀ$ and not $K$?", "第 3 步为什么用 $Kᵀ$ 而不是 $K$？"},
     {S::transpose_note, "transpose_note",
      "$(Q·K)_ij = Σ_p Q_ip·K_pj$ multiplies the features of query $i$ with feature $j$ of every key: it compares "
      "no query with any key.",
      "$(Q·K)_ij = Σ_p Q_ip·K_pj$ 把 Query $i$ 的各个特征与每个 Key 的第 $j$ "
-     "个特征相乘：它并没有拿哪个 Query 去和哪个 Key 比较。"},
+     "个特征相乘：这并不是在拿某个 Query 与某个 Key 作比较。"},
     {S::transpose_square, "transpose_square",
      "It is shape-valid here only because $n = d_k$; otherwise the product is refused.",
      "这里能相乘只是因为恰好 $n = d_k$；形状不同时，矩阵乘法会报错。"},
@@ -105,7 +105,7 @@ constexpr Table<Sentence> sentences{{
      "softmax comes close to one-hot, its gradients all but vanish, and training can hardly teach a row to spread "
      "its attention (attn exercise 1 shows it).",
      "若 $q$、$k$ 各有 $d_k$ 个相互独立、均值为 0、方差为 1 的分量，则 $Var(q·k) = d_k$；除以 $√d_k$ "
-     "使方差回到 1，softmax 不会随 $d_k$ 增大而饱和。课程把这一步视为保证数值稳定的必要措施，而不是可有可无的"
+     "使方差回到 1，softmax 就不会随 $d_k$ 增大而饱和。课程把这一步视为保证数值稳定的必要措施，而不是可有可无的"
      "技巧：若不缩放，分数随 $d_k$ 变大，softmax 的输出接近 one-hot，梯度几乎消失，训练很难让一个"
      "词的注意力分散到多个词上（attn exercise 1 有实测）。"},
     {S::note_4_dk, "note.4",
@@ -125,12 +125,12 @@ constexpr Table<Sentence> sentences{{
     {S::note_5, "note.5",
      "each entry is exponentiated and divided by its row's sum: each row becomes a probability distribution over "
      "the tokens.",
-     "每个分数取指数，再除以该行所有指数之和：每一行由此成为对所有词的概率分布。"},
+     "每个分数取指数，再除以该行所有指数之和，于是每一行都成为所有词上的一个概率分布。"},
     {S::row_max, "row_max", "subtract the row maximum $m$ (changes nothing, keeps $e^x$ from overflowing)",
      "先减去该行最大值 $m$（结果不变，且 $e^x$ 不会溢出）"},
     {S::sum, "sum", "sum", "求和"},
     {S::row_sums, "row_sums", "Every row of $α$ sums to 1", "$α$ 每一行之和都是 1"},
-    {S::heat, "heat", "$α$ as a heat map (darker = more attention)", "$α$ 热力图（颜色越深，注意力越多）"},
+    {S::heat, "heat", "$α$ as a heat map (darker = more attention)", "$α$ 热力图（颜色越深，分到的注意力越多）"},
     {S::confusion2, "confusion2", "Confusion 2 · Why softmax along rows and not down columns?",
      "容易搞混的问题 2 · softmax 为什么按行做，而不是按列？"},
     {S::confusion2_note, "confusion2_note",
@@ -146,7 +146,7 @@ constexpr Table<Sentence> sentences{{
     {S::title_6, "title.6", "Step 6 · Output $O = α·V$", "第 6 步 · 输出 $O = α·V$"},
     {S::note_6, "note.6",
      "row $i$ is the $α$-weighted average of all value vectors: token $i$'s new, context-aware representation.",
-     "第 $i$ 行是所有 Value 向量按 $α$ 第 $i$ 行加权的平均，也就是词 $i$ 融合上下文后的新表示。"},
+     "第 $i$ 行是所有 Value 向量的加权平均，权重取自 $α$ 的第 $i$ 行；这就是词 $i$ 融合上下文后的新表示。"},
     {S::confusion3, "confusion3", "Confusion 3 · Why is the output still one vector per token?",
      "容易搞混的问题 3 · 为什么输出仍然是一个词一个向量？"},
     {S::confusion3_note, "confusion3_note",
@@ -169,8 +169,8 @@ constexpr Table<Sentence> sentences{{
      "one head may choose $d_k$ freely (here {}, with $d_model = {}$), under the lesson's one constraint: the larger "
      "$d_k$, the larger the variance of $q·k$, hence the division by $√d_k$ (step 4). With $h$ heads each gets "
      "$d_k = d_model / h$; for example, the original Transformer has $d_model = {}$ and $h = {}$:",
-     "单头时 $d_k$ 可以自由选择（这里是 {}，$d_model = {}$），约束只有一个：$d_k$ 越大，$q·k$ "
-     "的方差越大，所以必须除以 $√d_k$（第 4 步）。$h$ 个头时每个头的宽度为 $d_k = d_model / h$，例如原始 "
+     "单头时 $d_k$ 可以自由设定（这里取 {}，而 $d_model = {}$），约束只有一个：$d_k$ 越大，$q·k$ "
+     "的方差越大，所以必须除以 $√d_k$（第 4 步）。有 $h$ 个头时，通常每个头的宽度为 $d_k = d_model / h$，例如原始 "
      "Transformer 中 $d_model = {}$、$h = {}$："},
     {S::heads_cost, "heads_cost",
      "so the $h$ heads together take as many multiply-adds for their scores as one head of width $d_model$ would: "
@@ -193,7 +193,7 @@ constexpr Unkeyed<Label> labels{{
     {L::shapes, "Shapes", "形状"},
     {L::shapes_note, "S and α are n×n whatever d_k is: that square is where attention's O(n²) cost comes from.",
      "无论 d_k 多大，S 和 α 都是 n×n：注意力 O(n²) 的开销正来自这个方阵。"},
-    {L::weights, "Weights", "权重"},
+    {L::weights, "Weights", "权重矩阵"},
     {L::diagonal_question,
      "Exercise 2 · What is the diagonal S_ii, and is it the largest score in its row?\n"
      "  S_ii = q_i·k_i: token i's query scored against its own key, the raw score it gives itself before the "
@@ -218,9 +218,9 @@ constexpr Table<Backward> backward{{
      "标记 [grad …]）。"},
     {B::dV, "dV",
      "row $j$ sums the output errors, each weighted by how much its query read $v_j$: $dV_j = Σ_i α_ij·do_i$",
-     "第 $j$ 行是各个输出误差之和，每个误差按它的 Query 读取 $v_j$ 的多少加权：$dV_j = Σ_i α_ij·do_i$"},
+     "第 $j$ 行是各个输出误差的加权和，每个误差的权重是对应 Query 对 $v_j$ 的关注程度：$dV_j = Σ_i α_ij·do_i$"},
     {B::d_weights, "d_weights", "the partial derivative of $L$ with respect to each weight $α_ij$: $do_i·v_j$",
-     "$L$ 对每个权重 $α_ij$ 的偏导：$do_i·v_j$"},
+     "$L$ 对每个注意力权重 $α_ij$ 的偏导：$do_i·v_j$"},
     {B::dS_prime, "dS_prime",
      "back through the softmax; each row sums to 0, since raising a whole row of scores by the same amount changes "
      "no $α$",
@@ -232,17 +232,18 @@ constexpr Table<Backward> backward{{
     {B::dK, "dK",
      "row $j$ adds up the queries, each weighted by how $L$ changes with the score $S_ij$: $dk_j = Σ_i dS_ij·q_i$",
      "第 $j$ 行是各个 Query 的加权和，权重是 $L$ 对分数 $S_ij$ 的偏导：$dk_j = Σ_i dS_ij·q_i$"},
-    {B::dW_Q, "dW_Q", "what training subtracts from $W_Q$, times a step size", "训练从 $W_Q$ 中减去的量（再乘以步长）"},
+    {B::dW_Q, "dW_Q", "what training subtracts from $W_Q$, times a step size",
+     "训练时 $W_Q$ 每一步减去的，就是它乘以步长"},
     {B::dW_K, "dW_K", "the same for $W_K$, from each token's key error carried back through its embedding",
-     "$W_K$ 的梯度同理，由每个词 Key 上的误差经它的嵌入向量传回"},
+     "$W_K$ 的梯度同理，由每个词的 Key 上的误差经该词的嵌入向量传回"},
     {B::dW_V, "dW_V", "the same for $W_V$, from each token's value error carried back through its embedding",
-     "$W_V$ 的梯度同理，由每个词 Value 上的误差经它的嵌入向量传回"},
+     "$W_V$ 的梯度同理，由每个词的 Value 上的误差经该词的嵌入向量传回"},
     {B::dX, "dX", "three paths lead back to $X$", "梯度沿三条路径回到 $X$"},
     {B::mask, "mask", "above the diagonal $dS'$ is already 0: there $α_ij = 0$",
      "对角线以上的 $dS'$ 本来就是 0，因为那里 $α_ij = 0$"},
     {B::descent, "descent",
      "One step of gradient descent, $W ← W − η·dW$ with $η = {}$, on $W_Q$, $W_K$ and $W_V$: $L$ goes from {} to {}.",
-     "梯度下降一步，$W ← W − η·dW$，$η = {}$，作用于 $W_Q$、$W_K$、$W_V$：$L$ 从 {} 变为 {}。"},
+     "对 $W_Q$、$W_K$、$W_V$ 做一步梯度下降 $W ← W − η·dW$（$η = {}$）：$L$ 从 {} 变为 {}。"},
 }};
 static_assert(complete(backward), "lesson/sentences.cpp: one sentence per Backward, in its order");
 
@@ -253,12 +254,12 @@ constexpr Unkeyed<Bf16> bf16{{
      "(0.4%) of itself. For its two products the fused kernel rounds Q, K, V and the softmax's unnormalised "
      "exponentials e^(s − m) to it and adds the exact products in float32; the maxima and the sums stay in float32 "
      "(simd/fused.cpp).",
-     "bfloat16 保留 float 的 8 位指数，但只有 8 个有效二进制位：舍入最多让一个数变动它自身的 2⁻⁸（0.4%）。"
+     "bfloat16 保留 float 的 8 位指数，但只有 8 个有效二进制位：每次舍入最多使一个数变动其自身大小的 2⁻⁸（0.4%）。"
      "在两次矩阵乘法中，融合内核把 Q、K、V 和 softmax 中未归一化的指数 e^(s − m) 舍入成 bfloat16，"
-     "再用 float32 累加精确的乘积；最大值和求和仍用 float32（simd/fused.cpp）。"},
+     "再用 float32 累加精确的乘积；各行最大值和求和仍用 float32（simd/fused.cpp）。"},
     {Bf16::rounded, "Q, K, V rounded to bfloat16", "舍入成 bfloat16 的 Q、K、V"},
     {Bf16::changed, "{} of O's {} numbers differ from the float32 walk's at this precision; the largest change is {}.",
-     "在此精度下，O 的数字有 {} 个（共 {} 个）与 float32 的结果不同；最大的变化是 {}。"},
+     "按当前显示的小数位数，O 的数有 {} 个（共 {} 个）与 float32 的结果不同；最大变化为 {}。"},
 }};
 static_assert(complete(bf16), "lesson/sentences.cpp: one sentence per Bf16, in its order");
 

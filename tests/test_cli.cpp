@@ -430,7 +430,7 @@ TEST_CASE("attn walk --grad prints the library's gradients of the worked example
             REQUIRE(r.status == 0);
             CHECK_THAT(r.out, Contains("[grad 2.Q] dW_Q = Xᵀ·dQ (4×3)") && Contains(attn::format_matrix(g.dW_Q, p)));
             CHECK_THAT(r.out, Contains("[grad 5] dS' = α ⊙ (dα − rowsum(dα ⊙ α)) (3×3)"));
-            CHECK_THAT(r.out, Contains(std::string(lang) == "zh" ? "梯度下降一步" : "One step of gradient descent"));
+            CHECK_THAT(r.out, Contains(std::string(lang) == "zh" ? "做一步梯度下降" : "One step of gradient descent"));
             if (causal) CHECK_THAT(r.out, Contains("[grad 4.mask]"));
         }
         const std::string json = run_attn(std::string("walk --grad --format json") + (causal ? " --causal" : "")).out;
