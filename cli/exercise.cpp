@@ -119,7 +119,7 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
                                             : tr(l, ": α sharpens.\n", "：α 变得更集中。\n"));
     if (none.peak_jacobian.d_k != none.first.d_k)
         out << tr(l, "           ‖J‖ first grows while the scores spread, to ",
-                  "           ‖J‖ 先随分数散开而增大，峰值 ")
+                  "           ‖J‖ 先随分数散开而增大，达到峰值 ")
             << fixed(none.peak_jacobian.mean.jacobian_norm, 4) << at(none.peak_jacobian)
             << tr(l, ",\n           then falls to ", "，\n           然后降到 ");
     else out << tr(l, "           ‖J‖ falls to ", "           ‖J‖ 降到 ");
@@ -216,7 +216,7 @@ void exercise2(const Options& o, std::ostream& out) {
         << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
               "    W_Q、W_K 相互独立：行最大值落在对角线上的比例为 ")
         << fixed(100 * r.independent_fraction, 1) << "%"
-        << tr(l, " of rows (chance: 33.3%)\n", "（纯属偶然时为 1/3，即 33.3%）\n")
+        << tr(l, " of rows (chance: 33.3%)\n", "（若纯属偶然，应为 1/3，即 33.3%）\n")
         << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）时，这一比例为 ")
         << fixed(100 * r.tied_fraction, 1) << "%\n"
         << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
@@ -246,23 +246,23 @@ std::string describe_exponent(Lang l, const char* name, const ex::ExponentSpread
     out << "    " << name << " " << fixed(e.median, 2) << tr(l, ": ", "：");
     switch (ex::growth_verdict(e)) {
         case ex::GrowthVerdict::close_to_2:
-            out << tr(l, "close to 2 in all ", "") << count << tr(l, " runs", " 次运行都接近 2") << range
+            out << tr(l, "close to 2 in all ", "") << count << tr(l, " runs", " 轮都接近 2") << range
                 << tr(l, ",\n      as the count of scores.\n", "，与分数个数的增长一致。\n");
             break;
         case ex::GrowthVerdict::below_2:
-            out << tr(l, "below 2 in all ", "") << count << tr(l, " runs", " 次运行都低于 2") << range
+            out << tr(l, "below 2 in all ", "") << count << tr(l, " runs", " 轮都低于 2") << range
                 << tr(l, ",\n      so fixed costs weigh more at small n than at large n.\n",
                       "，说明 n 较小时固定开销所占的比例更大。\n");
             break;
         case ex::GrowthVerdict::above_2:
-            out << tr(l, "above 2 in all ", "") << count << tr(l, " runs", " 次运行都高于 2") << range
+            out << tr(l, "above 2 in all ", "") << count << tr(l, " runs", " 轮都高于 2") << range
                 << tr(l, ",\n      so a score costs more at large n than at small n.\n",
                       "，说明 n 越大，每个分数的代价越高。\n");
             break;
         case ex::GrowthVerdict::undecided:
-            out << tr(l, "the ", "") << count << tr(l, " runs do not decide", " 次运行无法给出结论") << range
-                << tr(l, ",\n      since they do not all lie on one side of ", "，因为各轮并不都落在 ") << bounds
-                << tr(l, ".\n", " 的同一侧。\n");
+            out << tr(l, "the ", "") << count << tr(l, " runs do not decide", " 轮无法给出结论") << range
+                << tr(l, ",\n      since they do not all lie on one side of ", "，因为各轮相对 ") << bounds
+                << tr(l, ".\n", " 并不都分别落在同一侧。\n");
             break;
     }
     return out.str();
@@ -278,8 +278,8 @@ void exercise3(const Options& o, std::ostream& out) {
               "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 MiB），\n"
               "  这还只是一个头。\n\n")
         << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
-              "  实测：单次调用注意力的核心计算所需的时间，d = 64；把所有 n 依次计时一轮，共 ")
-        << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮，\n  表中是每个 n 在 ") << runs
+              "  实测：单次调用注意力的核心计算所用的时间（d = 64）；每轮把所有 n 各计时一次，共 ")
+        << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮；\n  表中是每个 n 在 ") << runs
         << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
@@ -313,10 +313,10 @@ void exercise3(const Options& o, std::ostream& out) {
               "  The counts grow as n² exactly. For the times, p is fitted to each run; below are the median\n"
               "  of the runs, their range in parentheses, and a verdict only where all runs lie on one side\n"
               "  of ",
-              "  分数个数与字节数严格按 n² 增长。实测时间：对每轮分别拟合 p，先给出中位数，括号内为各轮的范围；\n"
-              "  只有各轮都落在 ")
+              "  分数个数与字节数严格按 n² 增长。时间的 p 按每轮分别拟合：下面先给出各轮的中位数，括号内是各轮的\n"
+              "  范围；只有各轮相对 ")
         << fixed(2 - ex::growth_margin, 2) << tr(l, " and of ", " 和 ") << fixed(2 + ex::growth_margin, 2)
-        << tr(l, ":\n", " 的同一侧时才下结论：\n")
+        << tr(l, ":\n", " 都分别落在同一侧时，才下结论：\n")
         << describe_exponent(l, "naive", ex::time_exponents(naive_runs), runs)
         << describe_exponent(l, "simd", ex::time_exponents(simd_runs), runs)
         << tr(l,
@@ -331,7 +331,7 @@ void exercise4(const Options& o, std::ostream& out) {
     p.row_labels = example_tokens(l);
     p.col_labels = p.row_labels;
     out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n",
-              "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i\n\n")
+              "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i 的位置\n\n")
         << tr(l, "  S/√d_k before the mask:\n", "  掩码前的 S/√d_k：\n") << format_matrix(t.S_scaled, p)
         << tr(l, "\n  after: S'_ij = −∞ for j > i\n", "\n  掩码后：j > i 时 S'_ij = −∞\n")
         << format_matrix(t.S_masked, p)
@@ -391,7 +391,7 @@ int exercise_command(std::span<const std::string> args) {
             "  4  the causal mask on the worked example, with the check that row i sees only j ≤ i\n"
             "  5  output[0] against V[0] and what their difference is made of\n",
             "用法：attn exercise N [--lang en|zh] [--seed S] [--samples K] [--largest N]\n\n"
-            "  1  √d_k、d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重与 softmax "
+            "  1  除以 √d_k、除以 d_k 与不缩放：d_k = 4 … 1024 时的熵、最大权重与 softmax "
             "雅可比矩阵的范数，\n     取多次抽样的平均值及其标准差\n"
             "  2  S_ii 是否为行最大值？依次看示例、K 组随机权重，以及 W_Q = W_K 的情形\n"
             "  3  n = 1000 与 O(n²)：分数个数、内存、n = 250 … 4000（--largest N：改为 N/16 … "
@@ -420,7 +420,7 @@ int variance_command(std::span<const std::string> args) {
                         "Usage: attn variance [--samples K] [--seed S] [--lang en|zh]\n\n"
                         "Monte Carlo of Var(q·k) for q, k ~ N(0, I), d_k = 1 … 1024, before and after ÷√d_k.\n",
                         "用法：attn variance [--samples K] [--seed S] [--lang en|zh]\n\n"
-                        "蒙特卡洛估计 q, k ~ N(0, I) 时 Var(q·k)，d_k = 1 … 1024，缩放前后对比。\n");
+                        "用蒙特卡洛方法估计 q, k ~ N(0, I) 时的 Var(q·k)（d_k = 1 … 1024），并对比缩放前后。\n");
         return 0;
     }
     const Progress progress;
@@ -434,8 +434,8 @@ int variance_command(std::span<const std::string> args) {
               "方差相加得 d_k；把分数除以 √d_k，方差就缩小为原来的 1/d_k。\n\n")
         << tr(l, "  ", "  每个 d_k 取 ") << o.samples << tr(l, " samples per d_k, seed ", " 个样本，随机种子 ")
         << o.seed << "\n\n"
-        << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论"), 9)
-        << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论"), 9) << "\n";
+        << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论值"), 9)
+        << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论值"), 9) << "\n";
     for (const auto& r : results) {
         std::cout << "  " << pad_right(std::to_string(r.d_k), 7) << pad_left(fixed(r.raw, 3), 12)
                   << pad_left(std::to_string(r.d_k), 9) << pad_left(fixed(r.scaled, 4), 16) << pad_left("1", 9) << "\n";

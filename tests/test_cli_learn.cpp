@@ -163,10 +163,9 @@ TEST_CASE("exercise 3's verdicts follow every run, and say so when the runs do n
             ex::ExponentSpread e;
             e.lowest = std::stod(line.substr(open + (zh ? 3 : 2)));
             e.highest = std::stod(line.substr(close + (zh ? 5 : 4)));
-            const char* want[2][4] = {
-                {"close to 2 in all 5 runs", "above 2 in all 5 runs", "below 2 in all 5 runs",
-                 "the 5 runs do not decide"},
-                {"5 次运行都接近 2", "5 次运行都高于 2", "5 次运行都低于 2", "5 次运行无法给出结论"}};
+            const char* want[2][4] = {{"close to 2 in all 5 runs", "above 2 in all 5 runs", "below 2 in all 5 runs",
+                                       "the 5 runs do not decide"},
+                                      {"5 轮都接近 2", "5 轮都高于 2", "5 轮都低于 2", "5 轮无法给出结论"}};
             CHECK_THAT(line, Contains(want[zh][int(ex::growth_verdict(e))]));
             CHECK(line.find("：高于 2：") == std::string::npos);
         }
