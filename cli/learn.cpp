@@ -123,7 +123,7 @@ std::string story(const LearnOptions& o, const learn::Problem& p) {
         << (o.task == learn::Task::sentence
                 ? tr(l, " (the worked example's X and W_V)", "（示例中的 X 与 W_V）")
                 : tr(l, " (random embeddings; W_V = I, so each value starts as its token's embedding)",
-                     "（随机嵌入；W_V = I，每个 Value 起初就是它自己的词的嵌入）"))
+                     "（随机嵌入；W_V = I，所以每个 Value 起初就等于该词自己的嵌入）"))
         << tr(l, ".\n  Trained: ", "。\n  训练：");
     const auto names = trained_names(o.settings);
     for (std::size_t k = 0; k < names.size(); ++k)
@@ -139,9 +139,9 @@ std::string story(const LearnOptions& o, const learn::Problem& p) {
                   "  of attention/backward.cpp.",
                   "W_V 固定不变，因此每个词的 Value 也始终不变。\n"
                   "  第 i 个词的目标是它应当关注的那个词的 Value，即 T_i = v_p(i)；只有当 α 的第 i 行\n"
-                  "  把全部权重放在那个词上时，O_i = Σ_j α_ij·v_j 才等于 T_i。因此 α 的权重移向这些位置，\n"
-                  "  L = ½‖O − T‖² 就随之下降。W_Q、W_K 从很小的值开始（α 接近均匀），\n"
-                  "  用 Adam 按 attention/backward.cpp 算出的梯度训练。");
+                  "  把全部权重放在那个词上时，O_i = Σ_j α_ij·v_j 才等于 T_i。所以 α 的权重越是移向这些位置，\n"
+                  "  L = ½‖O − T‖² 就越小。W_Q、W_K 从很小的值开始（α 接近均匀分布），\n"
+                  "  再用 Adam 按 attention/backward.cpp 算出的梯度训练。");
     return out.str() +
            tr(l,
               "\n  Token i's target is the value the token it should read had at the start, T_i = v_p(i). The values\n"
@@ -173,7 +173,7 @@ std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn:
         << (sum_reached < sum_alone ? tr(l, ".\n  Here α moved less, while W_V moved by ",
                                          "。\n  这次 α 移动得更少，W_V 则变化了自身大小的 ")
                                     : tr(l, ".\n  Here α moved at least as far, and W_V moved by ",
-                                         "。\n  这次 α 移动得并不更少，W_V 变化了自身大小的 "))
+                                         "。\n  这次 α 移动得至少一样远，W_V 也变化了自身大小的 "))
         << percent << tr(l, " of its size (‖ΔW_V‖/‖W_V‖).\n", "（‖ΔW_V‖/‖W_V‖）。\n");
     return out.str();
 }
@@ -257,11 +257,11 @@ std::string help(Lang l) {
               "                             of the error, and α moves less\n"
               "  --steps N                  training steps (default ",
               "用法：attn learn [选项]\n\n"
-              "在一个正确注意力已知的任务上，用反向传播的梯度训练 W_Q 和 W_K（除非给出 --train-values，W_V "
+              "在一个已知正确注意力分布的任务上，用反向传播的梯度训练 W_Q 和 W_K（除非给出 --train-values，W_V "
               "保持不变），\n"
               "打印损失，以及开始、训练到一半和结束时的 α。\n\n"
               "选项：\n"
-              "  --task sentence|retrieval  课程中的「猫 坐 地毯」（猫关注坐、坐关注猫、地毯关注坐；d_model = 4，\n"
+              "  --task sentence|retrieval  课程中的句子“猫 坐 地毯”（猫关注坐、坐关注猫、地毯关注坐；d_model = 4，\n"
               "                             d_k = d_v = 3；默认），或 8 "
               "个随机的词，每个词要找到随机打乱后分给它的搭档\n"
               "                             （d_model = d_k = d_v = 8）\n"

@@ -30,7 +30,8 @@ Commands:
   run         the chain on your own matrices (.npy or .csv), printed or written as .npy;
               --grad-output dO.npy adds the backward's gradients
   exercise N  the lesson's exercises 1–5 as experiments that measure and explain
-  learn       W_Q, W_K and W_V trained on a task with a known answer: watch α move
+  learn       W_Q and W_K (W_V too with --train-values) trained on a task with a known answer:
+              watch α move
   variance    Monte Carlo of Var(q·k) before and after ÷√d_k
 
 Options:

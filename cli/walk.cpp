@@ -464,19 +464,20 @@ Options:
 )",
                         R"(用法：attn walk [选项]
 
-计算课程中的示例（猫 坐 地毯，d_model = 4，d_k = d_v = 3），打印每个中间结果：形状、X、权重、
-Q、K、V、分数 S、缩放后的分数、softmax 权重 α、输出，以及练习 2 和练习 5。
+计算课程中的示例（猫 坐 地毯，d_model = 4，d_k = d_v = 3），打印每个中间结果：形状、X、权重矩阵、
+Q、K、V、注意力分数 S、缩放后的分数、注意力权重 α、输出 O，以及练习 2 和练习 5。
 
 选项：
   --lang en|zh           语言（默认取自 LANG）
   --causal               使用因果掩码（练习 4）
   --scale sqrt|dk|none   分数除以 √d_k（默认）、除以 d_k，或不缩放（练习 1）
   --backend naive|simd|parallel
-                         计算每一步所用的内核（默认 naive：教科书式循环）
+                         计算每一步所用的内核（默认 naive：教科书式循环；
+                         fused 不保存 α，无从展示，所以 walk 不提供）
   --precision N          小数位数，0 到 8（默认 4）
   --color auto|always|never
                          热力图颜色（默认 auto：仅在终端中显示，设置 NO_COLOR 时不显示）
-  --grad                 再倒过来算：损失 L = ½‖O − T‖²（T = I）的每个梯度
+  --grad                 再反向计算：损失 L = ½‖O − T‖²（T = I）的每个梯度
   --dtype f32|bf16       bf16：再用 bfloat16 乘法算一遍 O，并列出变化
   --format text|json     json：以完整精度输出所有矩阵，供程序读取（文档页面由此生成）
   -h, --help             显示本帮助
