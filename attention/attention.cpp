@@ -38,7 +38,7 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
     // [step 3] S = Q·Kᵀ              (n×d_k)·(d_k×m) → (n×m);  S_ij = q_i·k_j
     backends::matmul_transposed_into(Q, K, S, b);
     // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
-    //   why: for independent unit-variance entries, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
+    //   why: for independent entries of mean 0 and variance 1, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
     const backends::ScaledScores S_scaled = backends::scale(S, scale_factor(options.scale, Q.cols()), b);
     // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
     if (options.causal) backends::causal_mask_in_place(S_scaled, b);

@@ -43,10 +43,11 @@ struct AttentionOptions {
     MemoryBudget* budget = nullptr;
     OperandNames names = {};
     // The format of the products' operands (matrix/bfloat16.hpp): f32, or bf16 — Q, K, V and the
-    // weights rounded to bfloat16, the products summed in float, the softmax in float. bf16 runs on
+    // softmax's unnormalised exponentials e^(s − m) rounded to bfloat16, the products summed in
+    // float, the maxima and sums in float. bf16 runs on
     // the fused backend only (simd/fused.cpp), and has no backward.
     Dtype dtype = Dtype::f32;
-    // Keep what the backward needs (attention/backward.hpp). The materialised backends keep α
+    // Keep what the backward needs (attention/attention.hpp). The materialised backends keep α
     // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
     bool keep_for_backward = false;
 };

@@ -110,8 +110,8 @@ TEST_CASE("the caches found here are complete and printed", "[simd][blocking]") 
 }
 
 TEST_CASE("row blocks: each thread gets the same number, at most `most` rows each", "[simd][blocking]") {
-    // The case of the issue: n = 1024 in 192-row blocks made 6 blocks, the last of 64 rows, so one of
-    // two threads did 576 rows and the other 448.
+    // n = 1024 cut into whole 192-row blocks would be 6 blocks, the last of 64 rows: one of two threads
+    // would do 576 rows and the other 448. Balanced, the blocks are of 174 rows.
     CHECK(attn::simd::balanced_rows(1024, 192, 2, 1) == 174);  // 6 blocks: 3 × 174 = 522 and 2 × 174 + 154 = 502
     for (std::size_t n : {1, 5, 6, 7, 100, 1000, 1024, 2048, 4097}) {
         for (std::size_t most : {6, 48, 192, 906}) {

@@ -542,6 +542,48 @@ std::vector<fs::path> tracked_files() {
 
 }  // namespace
 
+// The rooms of docs/reading-order.md, as the code's #include lines draw them: each folder → the
+// folders of ours it may include (its own included). A front end never includes another.
+TEST_CASE("each room includes only the rooms below it, and no front end another", "[docs][rooms]") {
+    const std::map<std::string, std::set<std::string>> may_include = {
+        {"matrix", {"matrix"}},
+        {"io", {"io", "matrix"}},
+        {"simd", {"simd", "matrix"}},
+        {"attention", {"attention", "simd", "matrix"}},
+        {"lesson", {"lesson", "attention", "io", "matrix"}},
+        {"cli", {"cli", "lesson", "attention", "io", "matrix"}},
+        {"python", {"python", "lesson", "attention", "io", "matrix"}},
+        {"web", {"web", "lesson", "attention", "io", "matrix"}}};
+    std::set<std::string> folders_seen;
+    for (const auto& [folder, allowed] : may_include) {
+        for (const auto& entry : fs::directory_iterator(root / folder)) {
+            std::istringstream lines(read(entry.path()));
+            for (std::string line; std::getline(lines, line);) {
+                if (line.rfind("#include \"", 0) != 0) continue;
+                const std::size_t slash = line.find('/');
+                if (slash == std::string::npos) continue;  // a generated header of the build (simd_isas.hpp)
+                const std::string room = line.substr(10, slash - 10);
+                folders_seen.insert(room);
+                INFO(entry.path().filename().string() << ": " << line);
+                CHECK(allowed.count(room) == 1);
+            }
+        }
+    }
+    for (const auto& room : folders_seen) {
+        INFO(room << " is included but has no entry above");
+        CHECK(may_include.count(room) == 1);
+    }
+    // The targets of the other front ends compile no source of the command line (meson.build).
+    const std::string build = read(root / "meson.build");
+    for (const std::string target : {"extension_module('attention_cpp'", "executable('attn_walk'"}) {
+        const std::size_t at = build.find(target);
+        REQUIRE(at != std::string::npos);
+        const std::string sources = build.substr(at, build.find("dependencies", at) - at);
+        INFO(sources);
+        CHECK(sources.find("'cli/") == std::string::npos);
+    }
+}
+
 TEST_CASE("every file speaks only of the project: no session, issue, former code, date or host", "[docs][words]") {
     // the detector itself, on lines it must flag and lines it must leave alone
     CHECK(narration("the nineteenth session on this host", false) == "names a session");
