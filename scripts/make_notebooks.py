@@ -77,6 +77,7 @@ PHRASES = {
                        "$d_k = «data:d_k»$ brings every score closer to 0 than dividing by $√«data:d_k»$, so "
                        "each row of $α$ comes closer to uniform; without any scaling the rows are sharpest.",
         "c_scale": "try sqrt (the lesson), dk (exercise 1) or none",
+        "c_ex1_heat": "α, scale = {SCALE}",
         "ex1_draws": "Three tokens and one set of weights say little about how $d_k$ matters. The next cell "
                      "draws random $Q$ and $K$ for 64 tokens, with entries independent, of mean 0 and "
                      "variance 1, many times at each of several $d_k$. For each scaling it prints the entropy "
@@ -177,6 +178,7 @@ PHRASES = {
                        "再运行这个单元格。除以 $d_k = «data:d_k»$ 比除以 $√«data:d_k»$ 让每个分数更接近 0，"
                        "所以 $α$ 的每一行都更接近均匀分布；完全不缩放时，各行最集中。",
         "c_scale": "可以试 sqrt（课程的做法）、dk（练习 1）或 none",
+        "c_ex1_heat": "α（缩放方式 scale = {SCALE}）",
         "ex1_draws": "只有三个词、一组权重，看不出 $d_k$ 的影响。下一个单元格对若干个 $d_k$ 各做多次随机抽样："
                      "每次随机生成 64 个词的 $Q$ 和 $K$，各分量相互独立、均值为 0、方差为 1。对每种缩放方式，"
                      "它打印 $α$ 各行的熵（对各行取平均）在多次抽样上的均值 ± 标准差。64 个词上均匀分布的熵是 ln 64，"
@@ -330,7 +332,7 @@ print(f"d_model = {heads['d_model']}, h = {heads['h']}: d_k = d_model / h = {hea
     (CODE, """SCALE = "dk"   # «c_scale»
 _, alpha_e1 = ac.attention(Q, K, V, backend="naive", scale=SCALE)
 print(alpha_e1)
-heat(alpha_e1, f"α, scale = {SCALE}")"""),
+heat(alpha_e1, f"«c_ex1_heat»")"""),
     (MD, "«ex1_draws»"),
     (CODE, """n_tokens, draws = 64, 20   # «c_ex1_sizes»
 widths = [4, 16, 64, 256, 1024]
