@@ -139,19 +139,20 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
         << tr(l, "; largest weight → ", "；最大权重 → ") << fixed(dk.last.mean.max_weight, 3)
         << (flat ? tr(l, ":\n           α flattens to nearly uniform.\n", "：\n           α 几乎成了均匀分布。\n")
                  : tr(l, ":\n           α flattens.\n", "：\n           α 变得更平。\n"));
-    // ÷ √d_k: do the means differ by more than one draw varies? Only then is there a trend to name.
-    const double range = sqrt.max_entropy - sqrt.min_entropy;
-    const bool same = range <= sqrt.max_entropy_spread;
+    // ÷ √d_k: do the means differ by more than their draws leave uncertain (ex::entropy_change_threshold)?
+    // Only then is there a trend to name.
+    const bool same = !sqrt.entropy_changes();
+    const std::string errors = fixed(ex::entropy_change_standard_errors, 0);
     out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 各 d_k 的平均熵都在 ") << fixed(sqrt.min_entropy, 3)
         << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << (same ? tr(l, " at every d_k, closer than one draw varies\n           (standard deviation up to ",
-                      " 之间，差别小于单次抽样的标准差（最大 ")
-                 : tr(l, ", further apart than one draw varies\n           (standard deviation up to ",
-                      " 之间，差别大于单次抽样的标准差（最大 "))
-        << fixed(sqrt.max_entropy_spread, 3)
-        << (same ? tr(l, "):\n           the spread of attention (its entropy) is about the same at every width.\n\n",
-                      "）：\n           无论 d_k 多大，注意力的分散程度（熵）都差不多。\n\n")
-                 : tr(l, "):\n           the spread of attention (its entropy) still changes with d_k.\n\n",
+        << tr(l, " at every d_k; the two differ by ", " 之间，两者相差 ")
+        << fixed(sqrt.max_entropy - sqrt.min_entropy, 3)
+        << (same ? tr(l, ",\n           within ", "，\n           不超过这一差值的 ")
+                 : tr(l, ",\n           more than ", "，\n           超过了这一差值的 "))
+        << errors << tr(l, " standard errors of that difference (", " 倍标准误（") << fixed(sqrt.entropy_threshold, 3)
+        << (same ? tr(l, "): the spread of attention (its entropy)\n           is about the same at every width.\n\n",
+                      "）：无论 d_k 多大，\n           注意力的分散程度（熵）都差不多。\n\n")
+                 : tr(l, "): the spread of attention (its entropy)\n           still changes with d_k.\n\n",
                       "）：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
 }
 
