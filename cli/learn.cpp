@@ -270,7 +270,7 @@ std::string help(Lang l) {
               "                             d_k = d_v = 3; default), or 8 random tokens, each to find the partner a\n"
               "                             shuffle gave it (d_model = d_k = d_v = 8)\n"
               "  --train-values             train W_V too: the values then move toward the targets and take up part\n"
-              "                             of the error, and α moves less\n"
+              "                             of the error, so α need not move as far\n"
               "  --steps N                  training steps (default ",
               "用法：attn learn [选项]\n\n"
               "在一个已知正确注意力分布的任务上，用反向传播的梯度训练 W_Q 和 W_K（除非给出 --train-values，W_V "
@@ -281,7 +281,7 @@ std::string help(Lang l) {
               "                             d_k = d_v = 3；默认），或 8 "
               "个随机的词，每个词要找到随机打乱后分给它的搭档\n"
               "                             （d_model = d_k = d_v = 8）\n"
-              "  --train-values             同时训练 W_V：Value 会向目标移动并吸收一部分误差，α 移动得更少\n"
+              "  --train-values             同时训练 W_V：Value 会向目标移动并吸收一部分误差，α 就不必移动那么远\n"
               "  --steps N                  训练步数（默认 ")
         << defaults.steps
         << tr(l, ")\n  --lr X                     Adam's step size, in (0, 1] (default ",
