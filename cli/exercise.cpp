@@ -290,7 +290,7 @@ void exercise3(const Options& o, std::ostream& out) {
     constexpr std::size_t n_lesson = 1000, scores = n_lesson * n_lesson, bytes = scores * sizeof(float);
     out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
               "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
-        << tr(l, "  n = 1000 gives 1000² = ", "  n = 1000 时有 1000² = ") << grouped(scores)
+        << "  n = " << n_lesson << tr(l, " gives ", " 时有 ") << n_lesson << "² = " << grouped(scores)
         << tr(l, " scores, ", " 个分数，以 float32 存储占 ") << grouped(bytes)
         << tr(l, " bytes as float32 (", " 字节（") << fixed(double(bytes) / (1024 * 1024), 1)
         << tr(l, " MiB), for one head.\n\n", " MiB），\n  这还只是一个头。\n\n")
