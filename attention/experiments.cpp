@@ -88,25 +88,39 @@ std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& di
         };
         for (double RowStats::*field : {&RowStats::entropy, &RowStats::max_weight, &RowStats::jacobian_norm})
             over_draws(field, results[r].mean.*field, results[r].spread.*field);
+        results[r].draws = draws;
     }
     return results;
 }
 
 ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale) {
-    ScalingTrend t{scale, {}, {}, {}};
+    ScalingTrend t{scale, {}, {}, {}, {}, {}};
     bool seen = false;
     for (const ScalingResult& r : results) {
         if (r.scale != scale) continue;
-        if (!seen) t.first = t.peak_jacobian = r, t.min_entropy = t.max_entropy = r.mean.entropy;
+        if (!seen) t.first = t.peak_jacobian = t.lowest_entropy = t.highest_entropy = r;
         seen = true;
         t.last = r;
         if (r.mean.jacobian_norm > t.peak_jacobian.mean.jacobian_norm) t.peak_jacobian = r;
-        t.min_entropy = std::min(t.min_entropy, r.mean.entropy);
-        t.max_entropy = std::max(t.max_entropy, r.mean.entropy);
-        t.max_entropy_spread = std::max(t.max_entropy_spread, r.spread.entropy);
+        if (r.mean.entropy < t.lowest_entropy.mean.entropy) t.lowest_entropy = r;
+        if (r.mean.entropy > t.highest_entropy.mean.entropy) t.highest_entropy = r;
     }
     if (!seen) throw std::invalid_argument("scaling_trend: no result for scale " + to_string(scale));
+    t.min_entropy = t.lowest_entropy.mean.entropy;
+    t.max_entropy = t.highest_entropy.mean.entropy;
+    t.entropy_threshold = entropy_change_threshold(t.lowest_entropy, t.highest_entropy);
     return t;
+}
+
+double entropy_change_threshold(const ScalingResult& a, const ScalingResult& b) {
+    if (a.draws < 2 || b.draws < 2)
+        throw std::invalid_argument("entropy_change_threshold: a mean over " +
+                                    std::to_string(std::min(a.draws, b.draws)) +
+                                    " draw has no standard error; give at least 2 draws");
+    // se² = spread² / (draws − 1): the sample variance of the draws over draws
+    const double se_a2 = a.spread.entropy * a.spread.entropy / double(a.draws - 1),
+                 se_b2 = b.spread.entropy * b.spread.entropy / double(b.draws - 1);
+    return entropy_change_standard_errors * std::sqrt(se_a2 + se_b2);
 }
 
 Matrix scores_without_transpose(const Matrix& Q, const Matrix& K) {

@@ -28,6 +28,7 @@ struct ScalingResult {
     Scale scale;
     RowStats mean;    // averaged over the rows (and over the draws)
     RowStats spread;  // standard deviation over the draws of each draw's row average (0 for one draw)
+    std::size_t draws = 1;
 };
 // For each d_k: one draw of `rows` queries against `keys` keys, all entries N(0, 1), softmax of the
 // scaled scores under each of the three scales.
@@ -41,13 +42,24 @@ std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& di
 // What the table says, found in it (so that the sentences printed under it follow from its numbers).
 // For one scale: the mean entropy, largest weight and ‖J‖ at the first and the last d_k, and the
 // d_k where ‖J‖ peaks.
+// Whether the mean entropy changes with d_k is decided by entropy_change_threshold below.
 struct ScalingTrend {
     Scale scale;
     ScalingResult first, last, peak_jacobian;
-    double min_entropy = 0, max_entropy = 0;  // of the means, over every d_k
-    double max_entropy_spread = 0;            // the largest spread of the entropy over the draws, at any d_k
+    ScalingResult lowest_entropy, highest_entropy;  // the d_k with the lowest and the highest mean entropy
+    double min_entropy = 0, max_entropy = 0;        // those two means
+    double entropy_threshold = 0;                   // entropy_change_threshold(lowest_entropy, highest_entropy)
+    bool entropy_changes() const { return max_entropy - min_entropy > entropy_threshold; }
 };
+// Refuses results of fewer than 2 draws: one draw cannot tell a change from its own variation.
 ScalingTrend scaling_trend(const std::vector<ScalingResult>& results, Scale scale);
+
+// Exercise 1's one rule for "the entropy changes with d_k": two means over draws differ by more than
+// `entropy_change_standard_errors` standard errors of their difference, √(se_a² + se_b²), where a
+// mean's standard error is the sample standard deviation of its draws over √draws (= spread /
+// √(draws − 1)). scripts/make_notebooks.py states the same rule and computes it the same way.
+inline constexpr double entropy_change_standard_errors = 3;
+double entropy_change_threshold(const ScalingResult& a, const ScalingResult& b);
 
 // ---- confusions 1 to 4, and step 3's remark on Kᵀ -----------------------------------------------
 

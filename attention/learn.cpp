@@ -142,6 +142,18 @@ std::vector<float> wanted_weights(const Matrix& alpha, const Problem& problem) {
     return weights;
 }
 
+double mean_wanted_weight(const Matrix& alpha, const Problem& problem) {
+    const std::vector<float> weights = wanted_weights(alpha, problem);
+    double sum = 0;
+    for (float w : weights) sum += w;
+    return sum / double(weights.size());
+}
+
+Reach compare_reach(double mean, double other_mean) {
+    if (std::abs(mean - other_mean) <= reach_margin) return Reach::about_as_far;
+    return mean < other_mean ? Reach::less : Reach::further;
+}
+
 double values_moved(const Problem& problem, const Run& run) {
     double moved = 0, size = 0;  // ‖W_V,end − W_V‖² and ‖W_V‖², in double
     for (std::size_t k = 0; k < problem.W_V.size(); ++k) {

@@ -93,6 +93,15 @@ Run train(const Problem& problem, const Settings& settings);
 // α's weight on the cell each row wants, alpha(i, wanted[i]): how far training has taken each row.
 std::vector<float> wanted_weights(const Matrix& alpha, const Problem& problem);
 
+// Their mean: one number for how far training took α.
+double mean_wanted_weight(const Matrix& alpha, const Problem& problem);
+
+// Two runs' mean wanted weights compared. Means within `reach_margin` of each other count as α having
+// moved about as far in both; beyond it, less or further.
+inline constexpr double reach_margin = 0.01;
+enum class Reach { less, about_as_far, further };
+Reach compare_reach(double mean, double other_mean);
+
 // How far W_V moved in a run, relative to where it started: ‖W_V,end − W_V‖ / ‖W_V‖ (0 when fixed).
 double values_moved(const Problem& problem, const Run& run);
 

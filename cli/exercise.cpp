@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,8 @@
 #include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
+#include "lesson/sentences.hpp"
+#include "lesson/walk.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 
@@ -136,20 +139,32 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
         << tr(l, "; largest weight → ", "；最大权重 → ") << fixed(dk.last.mean.max_weight, 3)
         << (flat ? tr(l, ":\n           α flattens to nearly uniform.\n", "：\n           α 几乎成了均匀分布。\n")
                  : tr(l, ":\n           α flattens.\n", "：\n           α 变得更平。\n"));
-    // ÷ √d_k: do the means differ by more than one draw varies? Only then is there a trend to name.
-    const double range = sqrt.max_entropy - sqrt.min_entropy;
-    const bool same = range <= sqrt.max_entropy_spread;
+    // ÷ √d_k: do the means differ by more than their draws leave uncertain (ex::entropy_change_threshold)?
+    // Only then is there a trend to name.
+    const bool same = !sqrt.entropy_changes();
+    const std::string errors = fixed(ex::entropy_change_standard_errors, 0);
     out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 各 d_k 的平均熵都在 ") << fixed(sqrt.min_entropy, 3)
         << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << (same ? tr(l, " at every d_k, closer than one draw varies\n           (standard deviation up to ",
-                      " 之间，差别小于单次抽样的标准差（最大 ")
-                 : tr(l, ", further apart than one draw varies\n           (standard deviation up to ",
-                      " 之间，差别大于单次抽样的标准差（最大 "))
-        << fixed(sqrt.max_entropy_spread, 3)
-        << (same ? tr(l, "):\n           the spread of attention (its entropy) is about the same at every width.\n\n",
-                      "）：\n           无论 d_k 多大，注意力的分散程度（熵）都差不多。\n\n")
-                 : tr(l, "):\n           the spread of attention (its entropy) still changes with d_k.\n\n",
+        << tr(l, " at every d_k; the two differ by ", " 之间，两者相差 ")
+        << fixed(sqrt.max_entropy - sqrt.min_entropy, 3)
+        << (same ? tr(l, ",\n           within ", "，\n           不超过这一差值的 ")
+                 : tr(l, ",\n           more than ", "，\n           超过了这一差值的 "))
+        << errors << tr(l, " standard errors of that difference (", " 倍标准误（") << fixed(sqrt.entropy_threshold, 3)
+        << (same ? tr(l, "): the spread of attention (its entropy)\n           is about the same at every width.\n\n",
+                      "）：无论 d_k 多大，\n           注意力的分散程度（熵）都差不多。\n\n")
+                 : tr(l, "): the spread of attention (its entropy)\n           still changes with d_k.\n\n",
                       "）：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
+}
+
+// A count with its thousands grouped: "1,000,000".
+std::string grouped(std::size_t count) {
+    const std::string digits = std::to_string(count);
+    std::string out;
+    for (std::size_t k = 0; k < digits.size(); ++k) {
+        if (k > 0 && (digits.size() - k) % 3 == 0) out.push_back(',');
+        out.push_back(digits[k]);
+    }
+    return out;
 }
 
 // A mean over the draws and its standard deviation: "3.690 ± 0.021".
@@ -198,14 +213,14 @@ void exercise1(const Options& o, std::ostream& out) {
 void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     out << diagonal_question(l) << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
-    const AttentionTrace example = worked_example::trace();
+    const lesson::ForwardWalk example = lesson::worked_example_walk({});  // its S and each row's largest score
+    const Matrix& S = example.trace.S;
     const auto tokens = example_tokens(l);
     out << tr(l, "  In the worked example:\n", "  在示例中：\n");
-    for (std::size_t i = 0; i < example.S.rows(); ++i) {
-        const auto row = example.S.row(i);
-        const std::size_t best = ex::row_argmax(row);
-        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(example.S(i, i), 4) << "  "
-            << tr(l, "max = ", "最大值 = ") << format_number(example.S(i, best), 4) << tr(l, " (", "（") << tokens[best]
+    for (std::size_t i = 0; i < S.rows(); ++i) {
+        const std::size_t best = example.largest_in_S[i];
+        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(S(i, i), 4) << "  "
+            << tr(l, "max = ", "最大值 = ") << format_number(S(i, best), 4) << tr(l, " (", "（") << tokens[best]
             << tr(l, ")  ", "）  ")
             << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
     }
@@ -272,18 +287,19 @@ void exercise3(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
     constexpr std::size_t runs = 5;
     const Progress progress;
+    constexpr std::size_t n_lesson = 1000, scores = n_lesson * n_lesson, bytes = scores * sizeof(float);
     out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
               "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
-        << tr(l, "  n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB), for one head.\n\n",
-              "  n = 1000 时有 1000² = 1,000,000 个分数，以 float32 存储占 4,000,000 字节（3.8 MiB），\n"
-              "  这还只是一个头。\n\n")
+        << "  n = " << n_lesson << tr(l, " gives ", " 时有 ") << n_lesson << "² = " << grouped(scores)
+        << tr(l, " scores, ", " 个分数，以 float32 存储占 ") << grouped(bytes)
+        << tr(l, " bytes as float32 (", " 字节（") << fixed(double(bytes) / (1024 * 1024), 1)
+        << tr(l, " MiB), for one head.\n\n", " MiB），\n  这还只是一个头。\n\n")
         << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
               "  实测：单次调用注意力的核心计算所用的时间（d = 64）；每轮把所有 n 各计时一次，共 ")
         << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮；\n  表中是每个 n 在 ") << runs
         << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
         << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
-        << pad_left("naive", 11) << pad_left("simd", 10) << pad_left(tr(l, "fused: S bytes", "fused：S 字节"), 16)
-        << "\n";
+        << pad_left("naive", 11) << pad_left("simd", 10) << pad_left("fused", 10) << "\n";
     const std::vector<std::size_t> ns = {o.largest / 16, o.largest / 8, o.largest / 4, o.largest / 2, o.largest};
     const auto tell = [&](const char* backend) {
         return [&, backend](std::size_t run, std::size_t n) {
@@ -293,22 +309,25 @@ void exercise3(const Options& o, std::ostream& out) {
     };
     const auto naive_runs = ex::growth_runs(ns, Backend::naive, runs, tell("naive"));
     const auto simd_runs = ex::growth_runs(ns, Backend::simd, runs, tell("simd"));
-    const auto fused = ex::median_of_runs(ex::growth_runs(ns, Backend::fused, runs, tell("fused")));
-    const auto naive = ex::median_of_runs(naive_runs), simd = ex::median_of_runs(simd_runs);
-    std::vector<double> x, scores, bytes;
+    const auto fused_runs = ex::growth_runs(ns, Backend::fused, runs, tell("fused"));
+    const auto naive = ex::median_of_runs(naive_runs), simd = ex::median_of_runs(simd_runs),
+               fused = ex::median_of_runs(fused_runs);
+    std::vector<double> x, counts, count_bytes;
+    std::size_t fused_bytes = 0;  // the most S bytes the fused backend returned at any n
     for (std::size_t k = 0; k < ns.size(); ++k) {
         out << "  " << pad_right(std::to_string(ns[k]), 7) << pad_left(std::to_string(naive[k].scores), 12)
             << pad_left(std::to_string(naive[k].score_bytes), 13)
             << pad_left(fixed(naive[k].seconds * 1e3, 1) + " ms", 11)
             << pad_left(fixed(simd[k].seconds * 1e3, 2) + " ms", 10)
-            << pad_left(std::to_string(fused[k].score_bytes), 16) << "\n";
+            << pad_left(fixed(fused[k].seconds * 1e3, 2) + " ms", 10) << "\n";
         x.push_back(double(ns[k]));
-        scores.push_back(double(naive[k].scores));
-        bytes.push_back(double(naive[k].score_bytes));
+        counts.push_back(double(naive[k].scores));
+        count_bytes.push_back(double(naive[k].score_bytes));
+        fused_bytes = std::max(fused_bytes, fused[k].score_bytes);
     }
     out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：") << "\n    "
-        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, scores), 3) << tr(l, ", ", "，")
-        << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, bytes), 3) << "\n\n"
+        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, counts), 3) << tr(l, ", ", "，")
+        << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, count_bytes), 3) << "\n\n"
         << tr(l,
               "  The counts grow as n² exactly. For the times, p is fitted to each run; below are the median\n"
               "  of the runs, their range in parentheses, and a verdict only where all runs lie on one side\n"
@@ -319,23 +338,25 @@ void exercise3(const Options& o, std::ostream& out) {
         << tr(l, ":\n", " 都分别落在同一侧时，才下结论：\n")
         << describe_exponent(l, "naive", ex::time_exponents(naive_runs), runs)
         << describe_exponent(l, "simd", ex::time_exponents(simd_runs), runs)
+        << describe_exponent(l, "fused", ex::time_exponents(fused_runs), runs)
+        << tr(l, "  The fused backend returned ", "  fused 后端在每个 n 下返回的 S 都是 ") << fused_bytes
         << tr(l,
-              "  The fused backend computes the same output with no n×n matrix at all (bench/ measures its memory).\n",
-              "  fused 后端算出相同的输出，却完全不生成 n×n 矩阵（内存占用的测量见 bench/）。\n");
+              " bytes of S at every n: it computes the same output with no n×n matrix\n"
+              "  at all (bench/ measures its memory).\n",
+              " 字节：它算出相同的输出，却完全不生成 n×n 矩阵（内存占用的测量见 bench/）。\n");
 }
 
 void exercise4(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    const AttentionTrace t = worked_example::trace({.causal = true});
+    const AttentionTrace t = lesson::worked_example_walk({.causal = true}).trace;
     PrintOptions p;
     p.row_labels = example_tokens(l);
     p.col_labels = p.row_labels;
     out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n",
               "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i 的位置\n\n")
         << tr(l, "  S/√d_k before the mask:\n", "  掩码前的 S/√d_k：\n") << format_matrix(t.S_scaled, p)
-        << tr(l, "\n  after: S'_ij = −∞ for j > i\n", "\n  掩码后：j > i 时 S'_ij = −∞\n")
-        << format_matrix(t.S_masked, p)
-        << tr(l, "\n  α: e^−∞ = 0, so the future gets no weight\n", "\n  α：e^−∞ = 0，未来位置得不到权重\n")
+        << tr(l, "\n  after the mask:\n", "\n  掩码后：\n") << format_matrix(t.S_masked, p) << "\n  "
+        << lesson::say(l, lesson::Sentence::note_mask) << "\n\n  α\n"
         << format_matrix(t.weights, p) << "\n";
     bool all_ok = true;
     for (std::size_t i = 0; i < t.weights.rows(); ++i) {
@@ -358,21 +379,19 @@ void exercise4(const Options& o, std::ostream& out) {
         << "\n";
 }
 
+// Exercise 5 as the walk computes and words it (lesson::ForwardWalk::exercise5, row 1), with the
+// decomposition's row and the two weights it uses.
 void exercise5(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    const AttentionTrace t = worked_example::trace();
-    const ex::OutputAgainstValue table = ex::output_against_value(t, 0);
+    const lesson::ForwardWalk walk = lesson::worked_example_walk({});
+    const ex::OutputAgainstValue& table = walk.exercise5.front().table;
     PrintOptions p;
     p.row_labels = {"o₁", "v₁", "o₁ − v₁", "Σ α₁ⱼ(v_j − v₁)"};
-    out << tr(l, "Exercise 5 · output[0] against V[0]\n\n", "练习 5 · 比较 output[0] 与 V[0]\n\n")
-        << format_matrix(table.rows, p) << "\n  ‖o₁ − v₁‖ = " << fixed(table.distance, 4) << "\n"
-        << tr(l,
-              "  o₁ = Σ_j α₁ⱼ·v_j and Σ_j α₁ⱼ = 1, so o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁): the difference is\n"
-              "  exactly what the other tokens pulled in, each in proportion to its weight (here ",
-              "  o₁ = Σ_j α₁ⱼ·v_j 且 Σ_j α₁ⱼ = 1，所以 o₁ − v₁ = α₁₂·(v₂ − v₁) + α₁₃·(v₃ − v₁)：差值恰好是\n"
-              "  其他词按各自权重带来的信息（此处 ")
-        << "α₁₂ = " << format_number(t.weights(0, 1), 4) << tr(l, ", ", "，")
-        << "α₁₃ = " << format_number(t.weights(0, 2), 4) << tr(l, ").\n", "）。\n");
+    out << lesson::say(l, lesson::Sentence::exercise5) << "\n  " << lesson::say(l, lesson::Sentence::exercise5_note)
+        << "\n\n"
+        << format_matrix(table.rows, p) << "\n  ‖o₁ − v₁‖ = " << fixed(table.distance, 4)
+        << lesson::say(l, lesson::Sentence::length) << "\n  α₁₂ = " << format_number(walk.trace.weights(0, 1), 4)
+        << tr(l, ", ", "，") << "α₁₃ = " << format_number(walk.trace.weights(0, 2), 4) << "\n";
 }
 
 }  // namespace

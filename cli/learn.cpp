@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -79,9 +78,10 @@ std::vector<std::string> token_names(learn::Task task, std::size_t n, Lang lang)
     return names;
 }
 
+// L to 4 significant digits, in scientific notation once it is small: 0.1235, 5.813e-08.
 std::string loss_text(double L) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6f", L);
+    std::snprintf(buf, sizeof buf, "%.4g", L);
     return buf;
 }
 
@@ -153,7 +153,8 @@ std::string story(const LearnOptions& o, const learn::Problem& p) {
 }
 
 // How far α went: its weight on the wanted cells at the end and, when W_V was trained too, the same
-// run with W_V fixed beside it, and how much W_V moved.
+// run with W_V fixed beside it, the two means the verdict compares (learn::compare_reach, with its
+// margin stated), and how much W_V moved.
 std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
     const Lang l = o.lang;
     const std::vector<float> reached = learn::wanted_weights(run.alpha_end, p);
@@ -163,18 +164,33 @@ std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn:
     if (!o.settings.train_values) return out.str();
     learn::Settings fixed = o.settings;
     fixed.train_values = false;
-    const std::vector<float> alone = learn::wanted_weights(learn::train(p, fixed).alpha_end, p);
-    const double sum_reached = std::accumulate(reached.begin(), reached.end(), 0.0),
-                 sum_alone = std::accumulate(alone.begin(), alone.end(), 0.0);
+    const Matrix alpha_alone = learn::train(p, fixed).alpha_end;
+    const double mean_shared = learn::mean_wanted_weight(run.alpha_end, p),
+                 mean_alone = learn::mean_wanted_weight(alpha_alone, p);
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.1f%%", 100 * learn::values_moved(p, run));
+    const std::string margin = shortest_decimal(float(learn::reach_margin));
+    std::string verdict;  // the words, with the margin that chose them
+    switch (learn::compare_reach(mean_shared, mean_alone)) {
+        case learn::Reach::less:
+            verdict = tr(l, "  Here α moved less (by more than ", "  这次 α 移动得更少（少了 ") + margin +
+                      tr(l, "), while W_V moved by ", " 以上），W_V 则变化了自身大小的 ");
+            break;
+        case learn::Reach::about_as_far:
+            verdict = tr(l, "  Here α moved about as far (within ", "  这次 α 移动得差不多远（相差不超过 ") + margin +
+                      tr(l, "), and W_V moved by ", "），W_V 也变化了自身大小的 ");
+            break;
+        case learn::Reach::further:
+            verdict = tr(l, "  Here α moved further (by more than ", "  这次 α 移动得更远（多了 ") + margin +
+                      tr(l, "), and W_V moved by ", " 以上），W_V 也变化了自身大小的 ");
+            break;
+    }
     out << "  " << tr(l, "With W_V fixed, the same steps take them to ", "若固定 W_V，同样的训练能让这些权重达到 ")
-        << range_text(alone, l)
-        << (sum_reached < sum_alone ? tr(l, ".\n  Here α moved less, while W_V moved by ",
-                                         "。\n  这次 α 移动得更少，W_V 则变化了自身大小的 ")
-                                    : tr(l, ".\n  Here α moved at least as far, and W_V moved by ",
-                                         "。\n  这次 α 移动得至少一样远，W_V 也变化了自身大小的 "))
-        << percent << tr(l, " of its size (‖ΔW_V‖/‖W_V‖).\n", "（‖ΔW_V‖/‖W_V‖）。\n");
+        << range_text(learn::wanted_weights(alpha_alone, p), l) << tr(l, ".\n", "。\n") << "  "
+        << tr(l, "Mean weight on the wanted cells: ", "目标位置的平均权重：训练 W_V 时为 ")
+        << format_number(float(mean_shared), 4) << tr(l, " with W_V trained, ", "，固定 W_V 时为 ")
+        << format_number(float(mean_alone), 4) << tr(l, " with it fixed.\n", "。\n") << verdict << percent
+        << tr(l, " of its size (‖ΔW_V‖/‖W_V‖).\n", "（‖ΔW_V‖/‖W_V‖）。\n");
     return out.str();
 }
 
@@ -254,7 +270,7 @@ std::string help(Lang l) {
               "                             d_k = d_v = 3; default), or 8 random tokens, each to find the partner a\n"
               "                             shuffle gave it (d_model = d_k = d_v = 8)\n"
               "  --train-values             train W_V too: the values then move toward the targets and take up part\n"
-              "                             of the error, and α moves less\n"
+              "                             of the error, so α need not move as far\n"
               "  --steps N                  training steps (default ",
               "用法：attn learn [选项]\n\n"
               "在一个已知正确注意力分布的任务上，用反向传播的梯度训练 W_Q 和 W_K（除非给出 --train-values，W_V "
@@ -265,7 +281,7 @@ std::string help(Lang l) {
               "                             d_k = d_v = 3；默认），或 8 "
               "个随机的词，每个词要找到随机打乱后分给它的搭档\n"
               "                             （d_model = d_k = d_v = 8）\n"
-              "  --train-values             同时训练 W_V：Value 会向目标移动并吸收一部分误差，α 移动得更少\n"
+              "  --train-values             同时训练 W_V：Value 会向目标移动并吸收一部分误差，α 就不必移动那么远\n"
               "  --steps N                  训练步数（默认 ")
         << defaults.steps
         << tr(l, ")\n  --lr X                     Adam's step size, in (0, 1] (default ",

@@ -190,6 +190,10 @@ private:
     void heading(const std::string& title, const std::string& note) {
         out_ << "\n" << title << "\n  " << note << "\n\n";
     }
+    // A matrix's shape after a title: " (3×4)", in Chinese "（3×4）".
+    std::string shape_in_title(const Matrix& m) const {
+        return std::string(tr(l_, " (", "（")).append(shape_string(m)).append(tr(l_, ")", "）"));
+    }
     std::string expanded() const { return say(Sentence::expanded) + colon_; }
     // "a₁×b₁ + a₂×b₂ + … = value": an entry of the trace, shown as the dot product that made it.
     std::string products(std::span<const float> a, std::span<const float> b, float value) const {
@@ -250,7 +254,7 @@ private:
     }
 
     void step1() {
-        heading(say(Sentence::title_1) + " (" + shape_string(t_.X) + ")", say(Sentence::note_1));
+        heading(say(Sentence::title_1) + shape_in_title(t_.X), say(Sentence::note_1));
         out_ << labelled(t_.X);
     }
 
@@ -267,7 +271,7 @@ private:
     }
 
     void step3() {
-        heading(say(Sentence::title_3) + " (" + shape_string(t_.S) + ")", say(Sentence::note_3));
+        heading(say(Sentence::title_3) + shape_in_title(t_.S), say(Sentence::note_3));
         out_ << labelled(t_.S, true);
         const std::size_t j = w_.column + 1;
         out_ << "\n  " << expanded() << "S" << sub(1) << sub(j) << " = q" << sub(1) << "·k" << sub(j) << " = "
@@ -277,8 +281,8 @@ private:
     // Step 3's remark, Q·K beside S: the entry S₁ⱼ holds is something else in Q·K. (The lesson's
     // example has n = d_k, so Q·K is defined; where it is not, the pages say "transpose_refused".)
     void transpose_remark() {
-        out_ << "\n  " << say(Sentence::transpose) << " " << say(Sentence::transpose_note) << tr(l_, " ", "")
-             << say(Sentence::transpose_square) << "\n";
+        out_ << "\n  " << say(Sentence::transpose) << tr(l_, " ", "") << say(Sentence::transpose_note)
+             << tr(l_, " ", "") << say(Sentence::transpose_square) << "\n";
         if (!w_.Q_times_K) return;
         const std::size_t j = w_.column + 1;
         out_ << "  Q·K (" << shape_string(*w_.Q_times_K) << ", n = d_k = " << n() << ")\n" << plain(*w_.Q_times_K);
@@ -318,7 +322,7 @@ private:
     }
 
     void step5() {
-        heading(say(Sentence::title_5) + " (" + shape_string(t_.weights) + ")", say(Sentence::note_5));
+        heading(say(Sentence::title_5) + shape_in_title(t_.weights), say(Sentence::note_5));
         out_ << labelled(t_.weights, true);
         const std::size_t r = w_.softmax_row.row;
         const auto& w = w_.softmax_row.written_out;
@@ -340,13 +344,24 @@ private:
              << sums(w_.by_column_row_sums) << "\n";
     }
 
-    // o_i written as the mix of values it is, for the row step 5 wrote out.
+    // o_i written as the mix of values it is, for the row step 5 wrote out: row 1, which step 6 has
+    // already written out (then it points there), or under the causal mask the last row.
     void confusion3() {
         heading(say(Sentence::confusion3), say(Sentence::confusion3_note));
         const std::size_t r = w_.softmax_row.row;
-        out_ << "  o" << sub(r + 1) << " =";
-        for (std::size_t j = 0; j < n(); ++j) out_ << (j ? " + " : " ") << num(t_.weights(r, j)) << "·v" << sub(j + 1);
-        out_ << "\n";
+        if (r == 0) {
+            out_ << "  " << say(Label::written_in_step_6, {std::string("o").append(sub(1))}) << "\n";
+            return;
+        }
+        out_ << "  " << mix(r) << "\n";
+    }
+
+    // "o₁ = 0.4839·v₁ + 0.2844·v₂ + 0.2317·v₃": row r of O as the mix of values it is.
+    std::string mix(std::size_t r) const {
+        std::ostringstream s;  // streamed: GCC 12 warns falsely on "literal" + std::string chains
+        s << "o" << sub(r + 1) << " =";
+        for (std::size_t j = 0; j < n(); ++j) s << (j ? " + " : " ") << num(t_.weights(r, j)) << "·v" << sub(j + 1);
+        return s.str();
     }
 
     // "  猫 1.0000  坐 1.0000  地毯 1.0000": the sums of an n×n matrix's rows (or columns), by token.
@@ -376,20 +391,19 @@ private:
     }
 
     void step6() {
-        heading(say(Sentence::title_6) + " (" + shape_string(t_.output) + ")", say(Sentence::note_6));
+        heading(say(Sentence::title_6) + shape_in_title(t_.output), say(Sentence::note_6));
         out_ << labelled(t_.output);
-        out_ << "\n  " << expanded() << "o" << sub(1) << " =";
-        for (std::size_t j = 0; j < n(); ++j)
-            out_ << (j ? " +" : "") << " " << num(t_.weights(0, j)) << "·v" << sub(j + 1);
-        out_ << "\n";
+        out_ << "\n  " << expanded() << mix(0) << "\n";
     }
 
     void diagonal() {
         out_ << "\n" << say(Label::diagonal_question) << "\n";
+        std::size_t token_width = 0;  // the widest token's columns, so that the rows line up
+        for (const auto& tok : tokens_) token_width = std::max(token_width, display_width(tok));
         for (std::size_t i = 0; i < n(); ++i) {
             const std::size_t best = w_.largest_in_S[i];
-            out_ << "  " << pad_right(tokens_[i], 5) << " S" << sub(i + 1) << sub(i + 1) << " = " << num(t_.S(i, i))
-                 << "  ";
+            out_ << "  " << pad_right(tokens_[i], token_width) << " S" << sub(i + 1) << sub(i + 1) << " = "
+                 << num(t_.S(i, i)) << "  ";
             if (best == i) out_ << say(Label::diagonal_yes) << "\n";
             else
                 out_ << say(Label::diagonal_no, {tokens_[best]}) << tr(l_, " (", "（") << "S" << sub(i + 1)

@@ -47,7 +47,7 @@ std::string backward_walk_text(Lang l, const lesson::BackwardWalk& walk, int pre
     }
     out << "\n  "
         << say(l, Backward::descent,
-               {format_number(walk.step_size, 1), loss, loss_number(walk.loss_after_step, precision)})
+               {shortest_decimal(walk.step_size), loss, loss_number(walk.loss_after_step, precision)})
         << "\n";
     return out.str();
 }

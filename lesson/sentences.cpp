@@ -118,8 +118,10 @@ constexpr Table<Sentence> sentences{{
      "to picking one token (attn exercise 1 measures it).",
      "不缩放时 $Var(S_ij) = d_k$：$d_k$ 越大，分数越分散，softmax 越接近只选一个词（attn exercise 1 有实测）。"},
     {S::title_mask, "title.mask", "Step 4½ · Causal mask", "第 4½ 步 · 因果掩码"},
-    {S::note_mask, "note.mask", "$S'_ij = −∞$ for $j > i$: $e^−∞ = 0$, so token $i$ gets no weight from later tokens.",
-     "$j > i$ 时 $S'_ij = −∞$：$e^−∞ = 0$，所以词 $i$ 不会把任何权重分给它后面的词。"},
+    {S::note_mask, "note.mask",
+     "$S'_ij = −∞$ for $j > i$: $e^−∞ = 0$, so row $i$ gives later tokens no weight and $o_i$ takes nothing from "
+     "them.",
+     "$j > i$ 时 $S'_ij = −∞$：$e^−∞ = 0$，所以第 $i$ 行分给后面各词的权重都是 0，$o_i$ 不含它们的任何成分。"},
     {S::title_5, "title.5", "Step 5 · Attention weights $α = softmax_row(S')$",
      "第 5 步 · 注意力权重 $α = softmax_row(S')$"},
     {S::note_5, "note.5",
@@ -157,8 +159,9 @@ constexpr Table<Sentence> sentences{{
      "的静态嵌入，不知道上下文；$o_i$ 是它的动态表示，按 $α$ 第 $i$ 行的比例，把所有词的 Value 向量混合在一起："},
     {S::exercise5, "exercise5", "Exercise 5 · output[0] against V[0]", "练习 5 · 比较 output[0] 与 V[0]"},
     {S::exercise5_note, "exercise5_note",
-     "the difference is what the other tokens contributed: $o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)$.",
-     "差值就是其他词贡献的信息：$o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)$。"},
+     "since $Σ_j α₁ⱼ = 1$, $o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)$: the difference is what the other tokens contributed, "
+     "each in proportion to its weight.",
+     "由于 $Σ_j α₁ⱼ = 1$，$o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁)$：差值就是其他词按各自权重贡献的信息。"},
     {S::exercise5_causal, "exercise5_causal",
      "under the causal mask token 1 sees only itself: $α₁₁ = 1$, so $o₁ = v₁$. The last token sees every token:",
      "使用因果掩码时，第 1 个词只能看到自己：$α₁₁ = 1$，所以 $o₁ = v₁$。最后一个词能看到所有词："},
@@ -203,6 +206,7 @@ constexpr Unkeyed<Label> labels{{
     {L::diagonal_yes, "yes", "是"},
     {L::diagonal_no, "no, the row's largest score is with {}", "否，该行最大的分数属于{}"},
     {L::shapes_flowed, "How the shapes flowed", "各步的形状"},
+    {L::written_in_step_6, "{} as step 6 wrote it out above.", "{} 已在上文第 6 步展开。"},
 }};
 static_assert(complete(labels), "lesson/sentences.cpp: one label per Label, in its order");
 
@@ -232,12 +236,15 @@ constexpr Table<Backward> backward{{
     {B::dK, "dK",
      "row $j$ adds up the queries, each weighted by how $L$ changes with the score $S_ij$: $dk_j = Σ_i dS_ij·q_i$",
      "第 $j$ 行是各个 Query 的加权和，权重是 $L$ 对分数 $S_ij$ 的偏导：$dk_j = Σ_i dS_ij·q_i$"},
-    {B::dW_Q, "dW_Q", "what training subtracts from $W_Q$, times a step size",
-     "训练时 $W_Q$ 每一步减去的，就是它乘以步长"},
-    {B::dW_K, "dW_K", "the same for $W_K$, from each token's key error carried back through its embedding",
-     "$W_K$ 的梯度同理，由每个词的 Key 上的误差经该词的嵌入向量传回"},
-    {B::dW_V, "dW_V", "the same for $W_V$, from each token's value error carried back through its embedding",
-     "$W_V$ 的梯度同理，由每个词的 Value 上的误差经该词的嵌入向量传回"},
+    {B::dW_Q, "dW_Q",
+     "the gradient of $L$ for $W_Q$: each token's query error carried back through its embedding and summed over "
+     "the tokens, $Σ_i x_iᵀ·dq_i$; one step of gradient descent subtracts $η·dW_Q$ from $W_Q$",
+     "$L$ 对 $W_Q$ 的梯度：每个词 Query 上的误差经该词的嵌入向量传回，再对所有词求和，即 $Σ_i x_iᵀ·dq_i$；"
+     "梯度下降每一步从 $W_Q$ 减去 $η·dW_Q$"},
+    {B::dW_K, "dW_K", "the same for $W_K$, with each token's key error in place of its query error",
+     "$W_K$ 的梯度同理，只是把 Query 上的误差换成每个词 Key 上的误差"},
+    {B::dW_V, "dW_V", "the same for $W_V$, with each token's value error in place of its query error",
+     "$W_V$ 的梯度同理，只是把 Query 上的误差换成每个词 Value 上的误差"},
     {B::dX, "dX", "three paths lead back to $X$", "梯度沿三条路径回到 $X$"},
     {B::mask, "mask", "above the diagonal $dS'$ is already 0: there $α_ij = 0$",
      "对角线以上的 $dS'$ 本来就是 0，因为那里 $α_ij = 0$"},

@@ -89,6 +89,7 @@ enum class Label {
     diagonal_yes,
     diagonal_no,
     shapes_flowed,
+    written_in_step_6,
     count
 };
 

@@ -77,20 +77,24 @@ PHRASES = {
                        "$d_k = «data:d_k»$ brings every score closer to 0 than dividing by $√«data:d_k»$, so "
                        "each row of $α$ comes closer to uniform; without any scaling the rows are sharpest.",
         "c_scale": "try sqrt (the lesson), dk (exercise 1) or none",
+        "c_ex1_heat": "α, scale = {SCALE}",
         "ex1_draws": "Three tokens and one set of weights say little about how $d_k$ matters. The next cell "
                      "draws random $Q$ and $K$ for 64 tokens, with entries independent, of mean 0 and "
                      "variance 1, many times at each of several $d_k$. For each scaling it prints the entropy "
                      "of the rows of $α$ (averaged over the rows) as its mean over the draws ± its standard "
                      "deviation: uniform attention over 64 tokens has entropy ln 64, one-hot attention 0. "
-                     "Its last lines compare the smallest $d_k$ with the largest, and call the entropy "
-                     "changed only when the change exceeds three standard errors.",
+                     "Its last lines call the entropy changed only when the lowest and the highest of its "
+                     "means over the $d_k$ differ by more than three standard errors of that difference (a "
+                     "mean's standard error: the standard deviation of its draws over √draws), the rule "
+                     "`attn exercise 1` follows too.",
         "c_ex1_sizes": "tokens, and random draws at each d_k",
         "c_ex1_entropy": "entropy of each row, averaged over the rows (0 · log 0 counts as 0)",
         "c_ex1_header": "entropy of the rows of α: mean ± standard deviation over {draws} draws; "
                         "uniform: ln {n_tokens} = {np.log(n_tokens):.3f}",
         "c_ex1_line": "{name}: from d_k = {widths[0]} to d_k = {widths[-1]}, {first.mean():.3f} → "
                       "{last.mean():.3f}: {words}",
-        "c_ex1_same": "no change beyond the spread of the draws",
+        "c_ex1_rule": "changed only if the highest and the lowest mean differ by more than 3 standard errors",
+        "c_ex1_same": "no change beyond 3 standard errors",
         "c_ex1_up": "it rises (α flattens toward uniform)",
         "c_ex1_down": "it falls (α moves toward one-hot)",
         "ex2_title": "Exercise 2 · The diagonal $S_ii$",
@@ -177,18 +181,21 @@ PHRASES = {
                        "再运行这个单元格。除以 $d_k = «data:d_k»$ 比除以 $√«data:d_k»$ 让每个分数更接近 0，"
                        "所以 $α$ 的每一行都更接近均匀分布；完全不缩放时，各行最集中。",
         "c_scale": "可以试 sqrt（课程的做法）、dk（练习 1）或 none",
+        "c_ex1_heat": "α（缩放方式 scale = {SCALE}）",
         "ex1_draws": "只有三个词、一组权重，看不出 $d_k$ 的影响。下一个单元格对若干个 $d_k$ 各做多次随机抽样："
                      "每次随机生成 64 个词的 $Q$ 和 $K$，各分量相互独立、均值为 0、方差为 1。对每种缩放方式，"
                      "它打印 $α$ 各行的熵（对各行取平均）在多次抽样上的均值 ± 标准差。64 个词上均匀分布的熵是 ln 64，"
-                     "one-hot 的熵是 0。最后几行比较最小和最大的 $d_k$：只有变化超过三倍标准误时，"
-                     "才说熵随 $d_k$ 变了。",
+                     "one-hot 的熵是 0。最后几行比较各 $d_k$ 中最高与最低的平均熵：只有两者之差超过其三倍标准误时，"
+                     "才说熵随 $d_k$ 变了（均值的标准误是各次抽样的标准差除以 √抽样次数）；"
+                     "`attn exercise 1` 用的也是这条规则。",
         "c_ex1_sizes": "词数，以及每个 d_k 下的抽样次数",
         "c_ex1_entropy": "每一行的熵，再对各行取平均（0 · log 0 按 0 计）",
         "c_ex1_header": "α 各行的熵：{draws} 次抽样的均值 ± 标准差；均匀分布：ln {n_tokens} = "
                         "{np.log(n_tokens):.3f}",
         "c_ex1_line": "{name}：d_k 从 {widths[0]} 到 {widths[-1]}，熵 {first.mean():.3f} → {last.mean():.3f}："
                       "{words}",
-        "c_ex1_same": "变化没有超出抽样的波动",
+        "c_ex1_rule": "只有最高与最低的平均熵相差超过 3 倍标准误，才算变了",
+        "c_ex1_same": "变化没有超过 3 倍标准误",
         "c_ex1_up": "升高（α 趋于均匀分布）",
         "c_ex1_down": "降低（α 趋于 one-hot）",
         "ex2_title": "练习 2 · 对角线上的 $S_ii$",
@@ -330,7 +337,7 @@ print(f"d_model = {heads['d_model']}, h = {heads['h']}: d_k = d_model / h = {hea
     (CODE, """SCALE = "dk"   # «c_scale»
 _, alpha_e1 = ac.attention(Q, K, V, backend="naive", scale=SCALE)
 print(alpha_e1)
-heat(alpha_e1, f"α, scale = {SCALE}")"""),
+heat(alpha_e1, f"«c_ex1_heat»")"""),
     (MD, "«ex1_draws»"),
     (CODE, """n_tokens, draws = 64, 20   # «c_ex1_sizes»
 widths = [4, 16, 64, 256, 1024]
@@ -355,14 +362,14 @@ print(f"«c_ex1_header»")
 print(f"{'d_k':>8}" + "".join(f"{width:>17}" for width in widths))
 for name, e in entropies.items():
     print(f"{name:>8}" + "".join(f"{m:>9.3f} ± {s:.3f}" for m, s in zip(e.mean(axis=1), e.std(axis=1))))
-for name, e in entropies.items():
-    first, last = e[0], e[-1]
-    change = last.mean() - first.mean()
-    standard_error = np.sqrt((first.var(ddof=1) + last.var(ddof=1)) / draws)
-    if abs(change) <= 3 * standard_error:
+for name, e in entropies.items():  # «c_ex1_rule»
+    first, last, means = e[0], e[-1], e.mean(axis=1)
+    low, high = e[means.argmin()], e[means.argmax()]
+    standard_error = np.sqrt((low.var(ddof=1) + high.var(ddof=1)) / draws)
+    if high.mean() - low.mean() <= 3 * standard_error:
         words = "«c_ex1_same»"
     else:
-        words = "«c_ex1_up»" if change > 0 else "«c_ex1_down»"
+        words = "«c_ex1_up»" if last.mean() > first.mean() else "«c_ex1_down»"
     print(f"«c_ex1_line»")"""),
     (MD, "## «ex2_title»\n\n«ex2»"),
     (CODE, """print("S_ii:", np.diag(S))

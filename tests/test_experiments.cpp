@@ -62,9 +62,22 @@ TEST_CASE("exercise 1 over draws: the mean and spread of each draw's row average
         CHECK(three[k].spread.max_weight > 0);
     }
     CHECK_THROWS_AS(ex::scaling_over_draws(dims, 16, 16, 0, 5), std::invalid_argument);
-    // ÷√d_k: the means of 20 draws lie closer together than one draw varies (what exercise 1 says)
-    const auto trend = ex::scaling_trend(ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, 20, 1), Scale::sqrt_dk);
-    CHECK(trend.max_entropy - trend.min_entropy < trend.max_entropy_spread);
+    CHECK(three[0].draws == 3);
+    // ÷√d_k: the means of 20 draws stay within 3 standard errors (what exercise 1 says); ÷ 1 falls far more
+    const auto twenty = ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, 20, 1);
+    CHECK_FALSE(ex::scaling_trend(twenty, Scale::sqrt_dk).entropy_changes());
+    CHECK(ex::scaling_trend(twenty, Scale::none).entropy_changes());
+    CHECK_THROWS_AS(ex::scaling_trend(one, Scale::sqrt_dk), std::invalid_argument);  // one draw decides nothing
+}
+
+TEST_CASE("exercise 1's rule: a change beyond 3 standard errors of the difference of two means",
+          "[experiments][exercise1]") {
+    ex::ScalingResult a{4, Scale::sqrt_dk, {}, {}, 5}, b = a;
+    a.spread.entropy = 0.2;  // population sd over 5 draws: se² = 0.04 / 4 = 0.01
+    b.spread.entropy = 0.4;  // se² = 0.16 / 4 = 0.04
+    CHECK(ex::entropy_change_threshold(a, b) == Approx(3 * std::sqrt(0.05)));
+    a.draws = 1;
+    CHECK_THROWS_AS(ex::entropy_change_threshold(a, b), std::invalid_argument);
 }
 
 TEST_CASE("exercise 2: the diagonal is not guaranteed; with W_Q = W_K no pair beats both diagonals",

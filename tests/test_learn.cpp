@@ -127,3 +127,15 @@ TEST_CASE("wanted_weights reads α at each row's wanted cell", "[learn]") {
     const Matrix alpha{{0.1f, 0.2f, 0.7f}, {0.6f, 0.3f, 0.1f}};
     CHECK(learn::wanted_weights(alpha, p) == std::vector<float>{0.7f, 0.6f});
 }
+
+TEST_CASE("mean_wanted_weight averages the wanted cells; compare_reach counts means within the margin as equal",
+          "[learn]") {
+    learn::Problem p;
+    p.wanted = {1, 0};
+    const Matrix alpha{{0.3f, 0.7f}, {0.5f, 0.5f}};
+    CHECK(learn::mean_wanted_weight(alpha, p) == Approx(0.6));
+    CHECK(learn::compare_reach(0.80, 0.80 + learn::reach_margin / 2) == learn::Reach::about_as_far);
+    CHECK(learn::compare_reach(0.80 + learn::reach_margin / 2, 0.80) == learn::Reach::about_as_far);
+    CHECK(learn::compare_reach(0.80, 0.80 + 2 * learn::reach_margin) == learn::Reach::less);
+    CHECK(learn::compare_reach(0.80 + 2 * learn::reach_margin, 0.80) == learn::Reach::further);
+}

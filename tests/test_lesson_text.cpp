@@ -13,6 +13,7 @@
 #include "attention/worked_example.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
+#include "matrix/print.hpp"
 #include "run_attn.hpp"
 #include "walk_output.hpp"
 
@@ -201,6 +202,10 @@ TEST_CASE("exercise 3 times the median of 5 repeats", "[cli][experiments][lesson
     const RunResult r = run_attn("exercise 3 --largest 640");
     REQUIRE(r.status == 0);
     CHECK_THAT(r.out, Contains("median of 5 repeats"));
+    // 1000² scores of sizeof(float) bytes each, 4,000,000 / 2²⁰ = 3.81 MiB; every backend timed is judged
+    CHECK_THAT(r.out, Contains("n = 1000 gives 1000² = 1,000,000 scores, 4,000,000 bytes as float32 (3.8 MiB)") &&
+                          Contains("    naive ") && Contains("    simd ") && Contains("    fused ") &&
+                          Contains("The fused backend returned 0 bytes of S at every n"));
     // Each verdict against the runs' range it prints: tests/test_cli_learn.cpp.
     CHECK_THROWS_AS(ex::growth_experiment({8}, attn::Backend::simd, 0), std::invalid_argument);
 }
@@ -473,4 +478,90 @@ TEST_CASE("walk --grad --format json carries every gradient's note, which the te
             CHECK_THAT(text.out, Contains(as_printed(backward.substr(start, backward.find('"', start) - start))));
         }
     }
+}
+
+TEST_CASE("walk --grad: dW_Q is the gradient, one step subtracts η·dW_Q, and dW_K, dW_V refer to it",
+          "[cli][walk][backward][lesson]") {
+    const RunResult en = run_attn("walk --grad"), zh = run_attn("walk --grad --lang zh");
+    REQUIRE((en.status == 0 && zh.status == 0));
+    CHECK_THAT(en.out, Contains("the gradient of L for W_Q: each token's query error carried back through its "
+                                "embedding and summed over the tokens, Σ_i x_iᵀ·dq_i; one step of gradient descent "
+                                "subtracts η·dW_Q from W_Q") &&
+                           Contains("the same for W_K, with each token's key error in place of its query error") &&
+                           Contains("the same for W_V, with each token's value error in place of its query error") &&
+                           !Contains("what training subtracts"));
+    CHECK_THAT(zh.out, Contains("L 对 W_Q 的梯度") && Contains("梯度下降每一步从 W_Q 减去 η·dW_Q") &&
+                           Contains("只是把 Query 上的误差换成每个词 Key 上的误差"));
+    // η as the shortest decimal that reads back to the float the step used
+    CHECK_THAT(en.out, Contains("W ← W − η·dW with η = 0.1, on W_Q"));
+}
+
+TEST_CASE("the mask note says what row i gives later tokens, in walk --causal and exercise 4 alike", "[cli][lesson]") {
+    const char* const note[2] = {
+        "S'_ij = −∞ for j > i: e^−∞ = 0, so row i gives later tokens no weight and o_i takes nothing from them.",
+        "j > i 时 S'_ij = −∞：e^−∞ = 0，所以第 i 行分给后面各词的权重都是 0，o_i 不含它们的任何成分。"};
+    for (const bool zh : {false, true}) {
+        const std::string lang = zh ? " --lang zh" : "";
+        const RunResult walk = run_attn("walk --causal" + lang), exercise = run_attn("exercise 4" + lang);
+        CHECK_THAT(walk.out, Contains(note[zh]));
+        CHECK_THAT(exercise.out, Contains(note[zh]) && !Contains("future gets no weight") && !Contains("未来位置"));
+    }
+}
+
+TEST_CASE("exercise 5 is the walk's: its title and note, and the same numbers", "[cli][lesson]") {
+    const RunResult walk = run_attn("walk"), exercise = run_attn("exercise 5");
+    const std::string title =
+        "Exercise 5 · output[0] against V[0]\n  since Σ_j α₁ⱼ = 1, o₁ − v₁ = Σ_j α₁ⱼ·(v_j − v₁): "
+        "the difference is what the other tokens contributed, each in proportion to its weight.";
+    CHECK_THAT(walk.out, Contains(title));
+    CHECK_THAT(exercise.out, Contains(title) && Contains("‖o₁ − v₁‖ = 0.9338 (length)"));
+    const attn::AttentionTrace t = attn::worked_example::trace();
+    CHECK_THAT(exercise.out, Contains("α₁₂ = " + attn::format_number(t.weights(0, 1), 4) +
+                                      ", α₁₃ = " + attn::format_number(t.weights(0, 2), 4)));
+    const auto table = ex::output_against_value(t, 0);
+    attn::PrintOptions p;
+    p.row_labels = {"o₁", "v₁", "o₁ − v₁", "Σ α₁ⱼ(v_j − v₁)"};
+    CHECK_THAT(exercise.out, Contains(attn::format_matrix(table.rows, p)));
+}
+
+TEST_CASE("exercise 2's rows are the walk's: each row's largest score, the same in both", "[cli][lesson]") {
+    const attn::AttentionTrace t = attn::worked_example::trace();
+    const RunResult walk = run_attn("walk"), exercise = run_attn("exercise 2 --samples 300");
+    const char* const tokens[] = {"猫 cat", "坐 sat", "地毯 mat"};
+    const char* const subscripts[] = {"₁", "₂", "₃"};
+    for (std::size_t i = 0; i < 3; ++i) {
+        const std::size_t best = ex::row_argmax(t.S.row(i));
+        INFO("row " << i + 1);
+        CHECK_THAT(exercise.out, Contains("max = " + attn::format_number(t.S(i, best), 4) + " (" + tokens[best] + ")"));
+        // the walk's rows line up: "  地毯 mat S₃₃", "  猫 cat   S₁₁" (the widest token, then one space)
+        const std::string row = std::string("  ") + tokens[i] + std::string(8 - attn::display_width(tokens[i]), ' ') +
+                                " S" + subscripts[i] + subscripts[i] + " = ";
+        CHECK_THAT(walk.out, Contains(row));
+    }
+}
+
+TEST_CASE("walk in Chinese: shapes after titles in full-width parentheses, no space after a full stop or ？",
+          "[cli][walk][lesson]") {
+    const RunResult r = run_attn("walk --lang zh");
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("第 1 步 · 输入 X（3×4）") && Contains("第 3 步 · 注意力分数 S = Q·Kᵀ（3×3）") &&
+                          Contains("第 6 步 · 输出 O = α·V（3×3）") && !Contains("？ ") && !Contains("。 "));
+}
+
+TEST_CASE("walk writes o₁ out once; confusion 3 points to it, or under the mask writes out its own row",
+          "[cli][walk][lesson]") {
+    const RunResult plain = run_attn("walk"), masked = run_attn("walk --causal");
+    const attn::AttentionTrace t = attn::worked_example::trace(), m = attn::worked_example::trace({.causal = true});
+    const auto mix = [](const attn::AttentionTrace& tr, std::size_t r, const char* o) {
+        std::string s = o;
+        const char* const v[] = {"·v₁", "·v₂", "·v₃"};
+        for (std::size_t j = 0; j < 3; ++j) s += (j ? " + " : " ") + attn::format_number(tr.weights(r, j), 4) + v[j];
+        return s;
+    };
+    const std::string o1 = mix(t, 0, "o₁ =");
+    const std::size_t first = plain.out.find(o1);
+    REQUIRE(first != std::string::npos);
+    CHECK(plain.out.find(o1, first + 1) == std::string::npos);
+    CHECK_THAT(plain.out, Contains("o₁ as step 6 wrote it out above."));
+    CHECK_THAT(masked.out, Contains(mix(m, 2, "o₃ =")) && !Contains("as step 6 wrote it out"));
 }
