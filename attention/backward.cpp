@@ -51,7 +51,7 @@ void projection_gradients_2_1(const Matrix& X, const Matrix& W_Q, const Matrix& 
         backends::matmul_transposed_into(dM, W, P, b);
         return P;
     };
-    // [grad 2.Q] dW_Q = Xᵀ·dQ      (d_model×n)·(n×d_k) → (d_model×d_k);  what training subtracts, times a step size
+    // [grad 2.Q] dW_Q = Xᵀ·dQ      (d_model×n)·(n×d_k) → (d_model×d_k);  a descent step subtracts η·dW_Q
     backends::transposed_matmul_into(X, a.dQ, g.dW_Q, b);
     // [grad 2.K] dW_K = Xᵀ·dK      (d_model×n)·(n×d_k) → (d_model×d_k)
     backends::transposed_matmul_into(X, a.dK, g.dW_K, b);
