@@ -392,9 +392,10 @@ class DevTools:
         os.close(self.from_browser)
 
 
-def probe_real_time(profile, out, name, script, report_id, timeout=60):
+def probe_real_time(profile, out, name, script, report_id, timeout=180):
     """Like probe(), on the real clock (DevTools): the text of <pre id=report_id> as JSON, or None
-    when the page has not left it within `timeout` seconds."""
+    when the page has not left it within `timeout` seconds (the whole live check, training included,
+    which takes far longer while the machine's cores are busy with other work)."""
     html = (out / name).read_text(encoding="utf-8")
     copy = out / f"_{report_id}_{name}"
     copy.write_text(html.replace("</body>", f'<script src="{script}"></script></body>'), encoding="utf-8")
