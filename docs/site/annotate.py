@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Build the annotated source pages: one row per note, the note on the left beside the lines of code it
-describes on the right, one page per file of attention/, matrix/, simd/ and io/; the lesson (English
+describes on the right, one page per C++ file of the library and its front ends (attention/, matrix/,
+simd/, io/, lesson/, cli/, web/, python/), in the reading order; the lesson (English
 and Chinese) as the front pages, with the flow diagram and the worked example; the reading order and
 the pages for engineers (using it, building it, robustness) and the performance page with its plots and data.
 
@@ -31,13 +32,26 @@ from docs_math import marker_line_html
 
 ROOT = Path(__file__).resolve().parents[2]
 KATEX = Path("/usr/share/javascript/katex")
-# The reading order of docs/reading-order.md; any other file of these folders follows it.
-ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "attention/backward.cpp", "attention/learn.cpp", "matrix/ops.hpp", "matrix/ops.cpp", "matrix/matrix.hpp",
-         "matrix/matrix.cpp", "attention/worked_example.hpp", "attention/backends.hpp", "attention/backends.cpp", "attention/guards.hpp", "attention/guards.cpp", "attention/trace.cpp",
-         "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/exp.hpp", "simd/gemm.cpp", "simd/microkernel.hpp",
-         "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp", "simd/kernel_table.cpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp", "simd/fused_backward.cpp", "simd/threads.hpp",
-         "attention/experiments.hpp", "attention/experiments.cpp", "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp",
-         "io/npy.cpp", "io/csv.cpp", "io/files.cpp"]
+# The folders whose every C++ file gets a page: the library's rooms and its front ends.
+FOLDERS = ("attention", "matrix", "simd", "io", "lesson", "cli", "web", "python")
+# The reading order of docs/reading-order.md, item by item (a header beside its source); any other
+# file of FOLDERS follows it.
+ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attention.cpp", "attention/guards.hpp",
+         "attention/guards.cpp", "attention/trace.cpp",                                              # 1
+         "matrix/ops.hpp", "matrix/ops.cpp",                                                         # 2
+         "matrix/matrix.hpp", "matrix/matrix.cpp",                                                   # 3
+         "attention/worked_example.hpp", "lesson/walk.hpp", "lesson/walk.cpp", "lesson/sentences.hpp",
+         "lesson/sentences.cpp", "cli/walk.hpp", "cli/walk.cpp",                                     # 4
+         "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
+         "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp",
+         "simd/kernel_table.cpp", "simd/exp.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp",
+         "simd/bf16.hpp", "attention/backends.hpp", "attention/backends.cpp",                        # 6
+         "attention/backward.cpp", "lesson/walk_grad.cpp", "cli/walk_grad.hpp", "cli/walk_grad.cpp",
+         "simd/fused_backward.cpp", "attention/learn.hpp", "attention/learn.cpp",                    # 7
+         "attention/experiments.hpp", "attention/experiments.cpp",                                   # 8
+         "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 9
+         "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 10
+         "python/attention_cpp.cpp"]                                                                 # 11
 MARKER = re.compile(r"\[((?:step|steps|grad|grads|naive|fast|fused) [^\]\n]*)\]")
 MARKER_LINE = re.compile(r"^\[((?:step|steps|naive|fast|fused) [^\]\n]*)\](.*)$")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
@@ -52,7 +66,7 @@ PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
 
 
 def sources():
-    found = sorted(str(p.relative_to(ROOT)) for d in ("attention", "matrix", "simd", "io") for p in (ROOT / d).glob("*.[ch]pp"))
+    found = sorted(str(p.relative_to(ROOT)) for d in FOLDERS for p in (ROOT / d).glob("*.[ch]pp"))
     return [f for f in ORDER if f in found] + [f for f in found if f not in ORDER]
 
 

@@ -11,6 +11,12 @@ docs/site/docs_layout_check.js at 1400×1100 and reads the report it leaves in t
   - its source has formulas ($…$, or a marker line with one) and KaTeX typeset none, KaTeX reported
     an error, or raw $…$ is left in the text;
   - a Chinese page is not lang="zh-CN" (and an English one not "en");
+  - a script of the page raised an error while it loaded or while the check used it (a sentence of
+    the worked example filled with more or fewer values than its {} is one: worked_example.js refuses it);
+  - where a number should be drawn there is something else: a {} left unfilled in a formula's TeX
+    (KaTeX sets an empty {} as nothing), "undefined" or "NaN" after = in a formula or the text, or
+    {}, "undefined" or "NaN" anywhere in the worked example's text, tables or formulas (in both of the
+    variants the check shows, the lesson's and the causal one, whose numbers are all finite);
   - on the lesson pages: the flow diagram is missing, has not its 8 linked nodes left to right in the
     chain's order, or lacks the shapes on its arrows; the heat map of α is missing, its shading does not
     grow with the weight, the steps are out of order, or the switch to the causal variant does not
@@ -291,12 +297,13 @@ def close(shown, want, tolerance):
 
 
 def probe(profile, out, name, script, report_id, attempts=3):
-    """Loads page `name` with `script` added and returns the JSON it leaves in <pre id=report_id>, or None.
+    """Loads page `name` with `script` added at the top of its <head> (before any script of the page, so
+    that it hears their errors) and returns the JSON it leaves in <pre id=report_id>, or None.
     Chromium's virtual clock can run out before a busy machine has compiled the page's WebAssembly,
     and the DOM is then dumped without a report: such a load is tried again, up to `attempts` times."""
     html = (out / name).read_text(encoding="utf-8")
     copy = out / f"_{report_id}_{name}"
-    copy.write_text(html.replace("</body>", f'<script src="{script}"></script></body>'), encoding="utf-8")
+    copy.write_text(html.replace("<head>", f'<head><script src="{script}"></script>', 1), encoding="utf-8")
     found = None
     for _ in range(attempts):
         found = re.search(rf'<pre id="{report_id}">(.*?)</pre>', chromium(profile, "--dump-dom", copy.as_uri()), re.S)
@@ -385,9 +392,10 @@ class DevTools:
         os.close(self.from_browser)
 
 
-def probe_real_time(profile, out, name, script, report_id, timeout=60):
+def probe_real_time(profile, out, name, script, report_id, timeout=180):
     """Like probe(), on the real clock (DevTools): the text of <pre id=report_id> as JSON, or None
-    when the page has not left it within `timeout` seconds."""
+    when the page has not left it within `timeout` seconds (the whole live check, training included,
+    which takes far longer while the machine's cores are busy with other work)."""
     html = (out / name).read_text(encoding="utf-8")
     copy = out / f"_{report_id}_{name}"
     copy.write_text(html.replace("</body>", f'<script src="{script}"></script></body>'), encoding="utf-8")
@@ -485,6 +493,9 @@ def main():
             text = source.read_text(encoding="utf-8")
             has_math = "$" in text or any(formula_in_marker_line(line) for line in text.splitlines())
             check(r["lang"] == lang, f"{name}: lang=\"{r['lang']}\"")
+            check(not r["script_errors"], f"{name}: no script error" + (f" ({r['script_errors'][:2]})" if r["script_errors"] else ""))
+            check(not r["placeholders"], f"{name}: every number drawn, no {{}}, undefined or NaN in its place"
+                  + (f" ({r['placeholders'][:3]})" if r["placeholders"] else ""))
             check(not r["rows"], f"{name}: every note left of and level with its code" + (f" ({r['rows'][:2]})" if r["rows"] else ""))
             check(not r["overflow"], f"{name}: nothing wider than its box at 1400 px" + (f" ({r['overflow'][:2]})" if r["overflow"] else ""))
             if has_math:

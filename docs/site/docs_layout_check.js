@@ -1,7 +1,11 @@
 // docs/site/docs_layout_check.js — measures a page as the reader sees it, after KaTeX has run, and
 // writes what it found as JSON into <pre id="layout-report"> for docs/site/check_docs_page.py, which
-// injects this script into a copy of each page and reads the report from Chromium's --dump-dom.
+// injects this script at the top of a copy of each page (so that it hears every script error the
+// page raises) and reads the report from Chromium's --dump-dom.
 "use strict";
+
+const scriptErrors = [];
+window.addEventListener("error", (e) => scriptErrors.push(String(e.message)));
 
 function visibleText(root) {
   // Text a reader sees as prose: not code, not scripts, not KaTeX's hidden TeX source.
@@ -12,6 +16,37 @@ function visibleText(root) {
   let text = "";
   while (walker.nextNode()) text += walker.currentNode.textContent;
   return text;
+}
+
+// The TeX of every typeset formula outside code, as written before KaTeX set it: an empty {} there
+// is set as nothing, so a value that was never filled in is seen only in this source.
+function texSources(root) {
+  return [...root.querySelectorAll('.katex-mathml annotation[encoding="application/x-tex"]')]
+    .filter((a) => !a.closest("pre, code")).map((a) => a.textContent);
+}
+
+// Where a number should be drawn and something else is: in a formula's TeX (outside code), a {} left
+// unfilled (KaTeX sets it as nothing, so it is seen only there) or "undefined" or "NaN" after =; in
+// the text, "undefined" or "NaN" after =. In the worked example, whose lesson numbers are all finite,
+// any {}, "undefined" or "NaN" at all, in its text, its tables or its formulas. (A note may well speak
+// of {} or of NaN in words; only these places must hold a number.)
+function placeholdersReport() {
+  const bad = [];
+  const look = (where, text, pattern) => {
+    for (const m of text.matchAll(pattern)) bad.push(`${where}: …${text.slice(Math.max(0, m.index - 30), m.index + m[0].length + 10)}…`);
+  };
+  const afterEquals = /=\s*(?:\\text\{\s*)?(?:undefined|NaN)\b/g;
+  look("text", visibleText(document.body), afterEquals);
+  for (const tex of texSources(document.body)) {
+    look("formula", tex, /\{\s*\}/g);
+    look("formula", tex, afterEquals);
+  }
+  const example = document.querySelector("section.worked .variant");
+  if (example) {
+    look("worked example", visibleText(example), /\{\s*\}|undefined|NaN/g);
+    for (const tex of texSources(example)) look("worked example formula", tex, /undefined|NaN/g);
+  }
+  return [...new Set(bad)];
 }
 
 function isShown(el) {
@@ -91,8 +126,12 @@ function report() {
     rows: rowsReport(),
     overflow: overflowReport(),
     diagram: diagramReport(),
+    placeholders: placeholdersReport(),
     heatmap: document.querySelector("table.heatmap") ? heatmapReport() : null,
   };
+  // the heat map's check has switched the example to its causal variant: that one is read too
+  result.placeholders = [...new Set([...result.placeholders, ...placeholdersReport()])];
+  result.script_errors = scriptErrors;
   const pre = document.createElement("pre");
   pre.id = "layout-report";
   pre.textContent = JSON.stringify(result);

@@ -67,8 +67,14 @@
   };
   const products = (a, b) => a.map((x, k) => `${term(x)}\\times ${term(b[k])}`).join(" + ");
   const column = (m, j) => m.map((row) => row[j]);
-  // each {} in turn by the next value, taken literally (a cell typed as "$&" stays "$&")
-  const fill = (template, ...values) => values.reduce((s, v) => s.replace("{}", () => v), template);
+  // each {} in turn by the next value, taken literally (a cell typed as "$&" or "{}" stays as typed);
+  // a sentence with more or fewer {} than values is refused, so that no {} or "undefined" is drawn
+  const fill = (template, ...values) => {
+    const pieces = template.split("{}");
+    if (pieces.length - 1 !== values.length)
+      throw new Error(`${pieces.length - 1} {} to fill with ${values.length} values: ${template.slice(0, 60)}`);
+    return pieces.reduce((s, piece, k) => s + values[k - 1] + piece);
+  };
 
   // `wanted` (training only): wanted[i] is the column row i of α should choose; that cell is outlined
   function table(m, rows, cols, heat, wanted) {
@@ -90,9 +96,8 @@
     `<div class="mat"${name ? ` data-name="${name}"` : ""}><div class="cap">${caption}</div>${content}</div>`;
   const mats = (...figures) => `<div class="mats">${figures.join("")}</div>`;
   const aside = (heading, ...parts) => `<div class="aside"><h4>${heading}</h4>${parts.join("")}</div>`;
-  // the first column of each row's largest score (NaN is never the largest)
-  const argmax = (row) => row.map(value).reduce((best, x, j, xs) => (x > xs[best] || Number.isNaN(xs[best]) ? j : best), 0);
-  const largestPerRow = (S, tok) => S.map((row, i) => `${esc(tok[i])} → ${esc(tok[argmax(row)])}`).join(t.comma);
+  // "猫 → 地毯, …": for each row, the token whose key scores highest (the columns the chain found)
+  const largestPerRow = (best, tok) => best.map((j, i) => `${esc(tok[i])} → ${esc(tok[j])}`).join(t.comma);
 
   function exercise5(e, s) {
     const i = e.row + 1, sub = (v) => v.replace(/\d/g, (c) => "₀₁₂₃₄₅₆₇₈₉"[c]);
@@ -125,7 +130,7 @@
               + ` = ${fixed(d.Q[0][0])}$</p>`);
     step(s["title.3"], s["note.3"]);
     html.push(mats(figure("$S$", table(d.S, tok, tok), "S")));
-    const j2 = Math.min(1, n - 1), k2 = `${j2 + 1}`;
+    const j2 = d.written_out.column, k2 = `${j2 + 1}`;  // the entry of row 1 the chain writes out
     html.push(`<p>${s.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
     html.push(d.Q_times_K
       ? aside(s.transpose, `<p>${s.transpose_note}${t.space}${s.transpose_square}</p>`,
@@ -134,9 +139,13 @@
               + `${s.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
       : aside(s.transpose, `<p>${s.transpose_note}${t.space}${fill(s.transpose_refused, n, d.d_k)}</p>`));
     html.push(aside(s.confusion1, para(s.confusion1_note),
-                    mats(figure(s.cosines, table(d.cosines, tok, tok)), figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
-                    para(`${s.row_largest}${c}${largestPerRow(d.S_with_W_K_as_W_Q, tok)}${sc}`
-                         + `${s.with_example_keys}${c}${largestPerRow(d.S, tok)}`)));
+                    mats(figure(s.cosines, table(d.cosines, tok, tok))),
+                    `<p>$S_{1${k2}} = \\lVert q_1 \\rVert \\cdot \\lVert k_${k2} \\rVert \\cdot \\cos\\theta_{1${k2}} = `
+                    + `${term(d.written_out.q_norm)}\\times ${term(d.written_out.k_norm)}\\times ${term(d.cosines[0][j2])}`
+                    + ` = ${fixed(d.S[0][j2])}$</p>`,
+                    mats(figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
+                    para(`${s.row_largest}${c}${largestPerRow(d.largest_per_row.S_with_W_K_as_W_Q, tok)}${sc}`
+                         + `${s.with_example_keys}${c}${largestPerRow(d.largest_per_row.S, tok)}`)));
     const divisor = { sqrt: `\\sqrt{${d.d_k}}`, dk: String(d.d_k), none: "1" }[d.scale];
     step(`${s["title.4"]} $S' = S / ${divisor} = ${fixed(d.scale_factor)}\\cdot S$`, s["note.4"]);
     html.push(mats(figure("$S'$", table(d.S_scaled, tok, tok))));
@@ -163,7 +172,7 @@
     html.push(aside(s.confusion3, para(s.confusion3_note) + `<p>$o_${i} = ${mix(w.row)}$</p>`));
     // exercise 5 for each row the chain compared (row 1, and under the mask the last row too)
     html.push(aside(s.exercise5, ...d.exercise5.map((e, k) => para(k ? s.exercise5_causal : s.exercise5_note) + exercise5(e, s))));
-    html.push(aside(s.confusion4, para(fill(s.confusion4_note, d.d_k, d.d_model))
+    html.push(aside(s.confusion4, para(fill(s.confusion4_note, d.d_k, d.d_model, d.heads.d_model, d.heads.h))
                     + `<p>$d_k = d_{\\text{model}} / h = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$</p>`
                     + para(s.heads_cost)));
     out.innerHTML = html.join("");
@@ -259,7 +268,8 @@
     if (!d.cell) return t.lang === "en" ? d.error : `${t.refused}${t.colon}${d.error}`;
     const c = d.cell, text = state[c.matrix][c.row - 1][c.column - 1].trim();
     const problem = !text ? "empty" : c.problem === "not_a_number" && text.normalize("NFKC").includes(",") ? "decimal_comma" : c.problem;
-    return fill(t.cell_problems[problem], c.matrix, c.row, c.column, text.slice(0, 40));
+    const where = [c.matrix, c.row, c.column];  // an empty cell has no text to quote
+    return problem === "empty" ? fill(t.cell_problems.empty, ...where) : fill(t.cell_problems[problem], ...where, text.slice(0, 40));
   };
   // While a cell is refused, or a result could not be drawn, the tables below still hold an earlier
   // result: they are dimmed and say so, until the chain has computed the input shown above them.
@@ -386,10 +396,11 @@
   }
 
   // The module compiles synchronously as AttnWalk() is called (WASM_ASYNC_COMPILATION=0 in
-  // meson.build; AttnWalk() then returns the module itself, not a promise). Compiled asynchronously
-  // it fetched its own embedded data: URL, and Chromium answered that fetch only after the page's
-  // other work, ~400 ms later; this way the first render takes tens of milliseconds after the file
-  // is read (docs/site/check_docs_page.py prints both times below, and each recomputation's).
+  // meson.build), and AttnWalk() returns the module itself, not a promise (Promise.resolve takes
+  // either). Why: compiled asynchronously, the module first fetches its own embedded data: URL, and
+  // Chromium answers that fetch only once the page's other work is done; compiled as it is read, the
+  // editable example is drawn as soon as the file is. The times it takes are recorded below, and
+  // docs/site/check_docs_page.py prints them with each recomputation's.
   let module = null;
   const compiling = performance.now();
   Promise.resolve(window.AttnWalk()).then((m) => {
