@@ -78,13 +78,14 @@ std::vector<ScalingResult> scaling_over_draws(const std::vector<std::size_t>& di
     for (std::size_t t = 0; t < draws; ++t) each.push_back(scaling_experiment(dims, keys, rows, seed + unsigned(t)));
     std::vector<ScalingResult> results = each[0];
     for (std::size_t r = 0; r < results.size(); ++r) {
-        // mean and standard deviation over the draws, field by field: E[x] and √(E[x²] − E[x]²)
+        // mean and standard deviation over the draws, field by field: E[x], then √E[(x − E[x])²] in a
+        // second pass (E[x²] − E[x]² would cancel into rounding noise, nonzero even for one draw)
         const auto over_draws = [&](double RowStats::*field, double& mean, double& spread) {
-            double sum = 0, sum_sq = 0;
-            for (const auto& draw : each)
-                sum += draw[r].mean.*field, sum_sq += draw[r].mean.*field * (draw[r].mean.*field);
+            double sum = 0, squares = 0;
+            for (const auto& draw : each) sum += draw[r].mean.*field;
             mean = sum / double(draws);
-            spread = std::sqrt(std::max(sum_sq / double(draws) - mean * mean, 0.0));
+            for (const auto& draw : each) squares += (draw[r].mean.*field - mean) * (draw[r].mean.*field - mean);
+            spread = std::sqrt(squares / double(draws));
         };
         for (double RowStats::*field : {&RowStats::entropy, &RowStats::max_weight, &RowStats::jacobian_norm})
             over_draws(field, results[r].mean.*field, results[r].spread.*field);
