@@ -2,6 +2,8 @@
 // options of a call and what it returns. Included by attention.hpp and backends.hpp alike.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -33,9 +35,34 @@ struct OperandNames {
     std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO";
 };
 
+// A mask over the scores, as PyTorch's attn_mask: boolean (true: the query may attend to the key;
+// false: −∞ before the softmax) or additive (added to scale·S; −∞ allowed, +∞ and NaN are not).
+// Read through strides in elements, 0 on an axis it is broadcast along, so one (L×S) mask serves
+// every head and a (1×S) padding mask every query. The batch and head strides are read only by the
+// many-heads entry points (attention/heads.hpp); a single head reads the rows and columns.
+struct ScoreMask {
+    enum class Kind { boolean, additive };
+    Kind kind = Kind::additive;
+    const void* data = nullptr;  // bool (one byte each) or float
+    std::ptrdiff_t batch_stride = 0, head_stride = 0, row_stride = 0, col_stride = 0;
+    // The same mask, its origin moved to head (b, h): what that head's single-head call reads.
+    ScoreMask for_head(std::size_t b, std::size_t h) const;
+};
+
 struct AttentionOptions {
-    bool causal = false;  // exercise 4: position i sees only positions j ≤ i
+    // Exercise 4: position i sees only positions j ≤ i. With n queries and m ≠ n keys, PyTorch's
+    // is_causal convention: the lower triangle of the n×m matrix, aligned top-left (query i sees keys
+    // 0..i), whatever m is.
+    bool causal = false;
+    // A mask given by the caller (nullptr: none), applied after the scale, with the causal one if both.
+    // A row that no key may attend has output 0 (and gradient 0), as PyTorch's fused kernels give it.
+    const ScoreMask* mask = nullptr;
     Scale scale = Scale::sqrt_dk;
+    // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S).
+    std::optional<float> explicit_scale = std::nullopt;
+    // Threads the fast backends may use: 0 for OpenMP's default (OMP_NUM_THREADS, or every core);
+    // whatever another library in the process has set, a positive number is what runs.
+    int threads = 0;
     Backend backend = Backend::naive;
     // When given, every buffer the call allocates (its results, S/α, the kernels' scratch) is charged
     // to it by name before the first step runs; one that does not fit throws std::length_error

@@ -1,0 +1,61 @@
+// attention/heads.hpp — many heads at once. Each head is the single head of attention.hpp, run on
+// its own slice: multi-head attention splits d_model into h heads of d_k = d_model / h (the lesson's
+// confusion 4), and nothing in one head's chain reads another head's numbers.
+//
+// Shapes follow PyTorch's scaled_dot_product_attention: queries (B, H, L, E), keys (B, H_kv, S, E),
+// values (B, H_kv, S, E_v), the output (B, H, L, E_v). H is a multiple of H_kv: query head h reads
+// key/value head h / (H / H_kv) — grouped-query attention (H_kv = 1: multi-query attention).
+#pragma once
+
+#include <cstddef>
+
+#include "attention/attention.hpp"
+
+namespace attn {
+
+// (batch, heads, rows, cols), row-major and contiguous: head (b, h) is a rows×cols matrix starting
+// at element ((b·heads) + h)·rows·cols.
+struct HeadsShape {
+    std::size_t batch = 0, heads = 0, rows = 0, cols = 0;
+};
+std::string shape_string(const HeadsShape& s);  // "2×8×16×64"
+
+// Heads in memory someone else owns, read in place (a NumPy array's buffer, a .npy file's values).
+struct HeadsView {
+    const float* data = nullptr;
+    HeadsShape shape;
+    const Matrix head(std::size_t b, std::size_t h) const;  // Matrix::borrow of head (b, h)
+};
+
+// Heads the library computed: the stack of matrices in one Matrix of (B·H·rows)×cols, which is the
+// (B, H, rows, cols) layout itself; `shape` says how to read it.
+struct Heads {
+    Matrix values;
+    HeadsShape shape;
+    HeadsView view() const { return {values.data(), shape}; }
+};
+
+struct HeadsResult {
+    Heads output;       // O (B, H, L, E_v)
+    Heads log_sum_exp;  // (B, H, L, 1): Backend::fused with keep_for_backward, else empty
+    Heads weights;      // α (B, H, L, S) on the materialised backends (naive, simd, parallel), else empty
+};
+
+// softmax(scale·Q·Kᵀ [+ mask])·V for every head, each by the single head's chain on the backend
+// asked for (Backend::naive loops over the heads, one single-head call each). The fast backends
+// share the threads out over (batch, head, query block), so many small heads keep every core busy.
+// options.mask is read with all four strides. Checks every shape first (std::invalid_argument
+// naming the operands' shapes); with options.budget, everything is charged before any head runs.
+HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
+                                         const AttentionOptions& options = {});
+
+// The backward for every head: dQ (B, H, L, E), dK (B, H_kv, S, E), dV (B, H_kv, S, E_v); a key/value
+// head shared by a group of query heads receives the sum of their gradients.
+struct HeadsGradients {
+    Heads dQ, dK, dV;
+};
+HeadsGradients scaled_dot_product_attention_backward(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
+                                                     const HeadsResult& forward, const HeadsView& dO,
+                                                     const AttentionOptions& options = {});
+
+}  // namespace attn
