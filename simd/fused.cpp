@@ -30,6 +30,14 @@
 // strip's last diagonal. The results are bit for bit those of masking the whole tile (the skipped
 // work only ever added zeros); BM_core_long with causal:1 measures what the skipping saves.
 //
+// Terms (a caller's mask or bias, simd.hpp's ScoreTerms): added to each tile of scores as soon as it is
+// written, times log₂e like the scores, only where its row may look (the causal mask applies as well).
+// A −∞ term is one more score of weight 0. A row that has seen only −∞ keeps m = −∞, ℓ = 0 and o = 0
+// (rescale_factors gives it the factor 1, never 2^(−∞ − (−∞)), and its tile is zeroed, not
+// exponentiated); its first finite score makes the factor 2^(−∞) = 0 against sums that are 0. A row
+// that never sees one ends with ℓ = 0: its output row stays 0 and its L is −∞. Without terms the
+// only cost is one test per tile.
+//
 // bf16. fused_attention_bf16_into runs the same blocks with the two products on bfloat16 pairs
 // (simd/bf16.hpp): each block's rows of Q, each packed panel of Kᵀ and of V, and each tile of
 // weights e^(s − m) are rounded to bfloat16 as they are packed, and the register tile steps with

@@ -30,6 +30,9 @@
 // Causal: a query tile wholly before a block of keys is never visited; in a tile that crosses the
 // diagonal, P and dS' are set to 0 past it (a masked α is 0, and so is its gradient).
 //
+// Terms: the forward's, added to each tile of Sᵀ before α is recomputed, so a −∞ term gives α = 0 and
+// a gradient of 0. A query row that saw no key (L = −∞) has α = 0 on its whole row (see the L below).
+//
 // Extra memory: L in base 2 and D (two floats per query row), the lanes' dQᵀ, and per thread two
 // tiles and two panels: fused_backward_scratch_bytes in simd/dispatch.cpp.
 #include <algorithm>
