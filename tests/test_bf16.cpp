@@ -172,7 +172,8 @@ TEST_CASE("at the same vector width the emulation gives vdpbf16ps's bits, where 
 
 namespace {
 
-// The bound of bf16's error, for row i and column c, u = 2⁻⁸ (bfloat16's rounding), ε = 2⁻²³ (a float's, doubled):
+// The bound of bf16's error, for row i and column c, u = 2⁻⁸ (bfloat16's rounding), ε = 2⁻²³ (a
+// float's, doubled):
 // - each q_p, k_p moves by at most u of itself, so q̂·k̂ moves by at most (2u + u²)·Σ|q_p·k_p|
 //   ≤ (2u + u²)·‖q_i‖·‖k_j‖, and the float sum of d_k products by d_k·ε of the same; times the scale,
 //   every score of row i moves by at most E_i = scale·(2u + u² + d_k·ε)·‖q_i‖·max_j ‖k_j‖, and by
