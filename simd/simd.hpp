@@ -106,8 +106,9 @@ void add_score_terms_in_place(Matrix& S, float scale, const ScoreTerms& terms, T
 // (dynamic schedule, each index on one thread); the body's own kernels should then run with
 // Threads::one. Exceptions thrown by a body are rethrown on the calling thread (the first one).
 void for_each_in_team(std::size_t count, Threads threads, const std::function<void(std::size_t)>& body);
-// The threads of the last team for_each_in_team or a fused kernel started (1 when it ran on the calling
-// thread, or without OpenMP): what a caller can report as the threads it used.
+// The threads of the last team for_each_in_team or the fused forward (f32 or bf16) started, in any
+// thread of the process (1 when it ran on the calling thread, or without OpenMP): what a caller can
+// report as the threads it used.
 int last_team_size();
 
 // Row-wise softmax of scale·S in place (scale > 0), with the same −∞ conventions as the naive op (an
