@@ -51,15 +51,17 @@ std::string operand(const std::string& name, const HeadsView& view) {
 }
 
 Layout check_heads_shapes(const std::string& who, const HeadsView& Q, const HeadsView& K, const HeadsView& V,
-                          const OperandNames& name) {
+                          const AttentionOptions& options) {
+    const OperandNames& name = options.names;
     const auto fail = [&](const std::string& what) { throw std::invalid_argument(who + ": " + what); };
     const auto pair = [&](const std::string& a, const HeadsView& A, const std::string& b, const HeadsView& B) {
         return operand(a, A) + " and " + operand(b, B);
     };
     for (const auto& [label, view] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}}) {
         const HeadsShape& s = view->shape;
-        if (!view->data && s.batch * s.heads * s.rows * s.cols != 0) fail(operand(*label, *view) + " has no data");
+        if (!view->data && s.batch && s.heads && s.rows && s.cols) fail(operand(*label, *view) + " has no data");
     }
+    if (options.mask && !options.mask->data) fail("options.mask has no data (pass nullptr for no mask)");
     if (Q.shape.batch != K.shape.batch || K.shape.batch != V.shape.batch)
         fail(pair(name.Q, Q, name.K, K) + " and " + operand(name.V, V) + " must have the same batch B");
     if (K.shape.heads != V.shape.heads)
@@ -181,7 +183,7 @@ void check_every_head(const HeadsView& Q, const HeadsView& K, const HeadsView& V
 HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
                                          const AttentionOptions& options) {
     const ScopedThreads threads(options.threads);
-    const Layout x = check_heads_shapes("scaled_dot_product_attention", Q, K, V, options.names);
+    const Layout x = check_heads_shapes("scaled_dot_product_attention", Q, K, V, options);
     const Schedule schedule = schedule_of(x.count(), options.backend);
     const auto scratch = scratch_per_head(schedule, [&] {
         return backends::attention_scratch_buffers(x.L, x.S, x.E, x.E_v, options.backend, options.dtype);
@@ -218,6 +220,9 @@ void check_forward_stacks(const Layout& x, const HeadsResult& forward, const Hea
                           const AttentionOptions& options) {
     expect_shape(options.names.dO, dO.shape, {x.batch, x.heads, x.L, x.E_v},
                  "the shape of O: one gradient per output entry");
+    if (!dO.data && x.count() && x.L && x.E_v)
+        throw std::invalid_argument("scaled_dot_product_attention_backward: " + options.names.dO + " (" +
+                                    shape_string(dO.shape) + ") has no data");
     expect_shape("the forward's output", forward.output.shape, {x.batch, x.heads, x.L, x.E_v},
                  "the forward of these Q, K and V");
     if (materialised(options.backend))
@@ -298,7 +303,7 @@ HeadsGradients scaled_dot_product_attention_backward(const HeadsView& Q, const H
                                                      const HeadsResult& forward, const HeadsView& dO,
                                                      const AttentionOptions& options) {
     const ScopedThreads threads(options.threads);
-    const Layout x = check_heads_shapes("scaled_dot_product_attention_backward", Q, K, V, options.names);
+    const Layout x = check_heads_shapes("scaled_dot_product_attention_backward", Q, K, V, options);
     check_forward_stacks(x, forward, dO, options);
     const Schedule schedule = schedule_of(x.kv_count(), options.backend);  // one unit: a key/value head
     const AttentionOptions run = Plan(options)
