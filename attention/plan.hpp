@@ -40,10 +40,6 @@ private:
     std::vector<backends::Buffer> buffers_;
 };
 
-// The factor S' = factor·S of these options for queries d_k wide: explicit_scale when set, else
-// scale_factor(options.scale, d_k).
-float score_factor(const AttentionOptions& options, std::size_t d_k);
-
 // options.threads for as long as it lives: a positive count is the thread count of every team the
 // kernels start (whatever another library in the process set), restored when the call returns or
 // throws; 0 leaves the caller's count. A negative count is refused (std::invalid_argument). Made
