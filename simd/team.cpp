@@ -21,7 +21,10 @@ std::atomic<int> last_team{1};
 
 void record_team_size() {
 #if defined(_OPENMP)
-    if (omp_get_thread_num() == 0) last_team.store(omp_get_num_threads(), std::memory_order_relaxed);
+    // Only the outermost region counts: a kernel that runs on one thread inside a team of heads starts
+    // a region of one, nested in the team, and that team is what the call used.
+    if (omp_get_level() == 1 && omp_get_thread_num() == 0)
+        last_team.store(omp_get_num_threads(), std::memory_order_relaxed);
 #else
     last_team.store(1, std::memory_order_relaxed);
 #endif

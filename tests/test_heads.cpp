@@ -283,6 +283,8 @@ TEST_CASE("one thread and two give the same bits, with heads at once or one at a
             const attn::AttentionOptions options{
                 .causal = true, .threads = threads, .backend = b, .keep_for_backward = true};
             r[threads - 1] = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), options);
+            // the forward's team: its heads' kernels, each on one thread inside it, do not count
+            CHECK(attn::simd::last_team_size() == (heads == 32 ? threads : 1));
             g[threads - 1] = attn::scaled_dot_product_attention_backward(Q.view(), K.view(), V.view(), r[threads - 1],
                                                                          dO.view(), options);
         }
