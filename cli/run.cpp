@@ -188,7 +188,7 @@ void check_out_directory(const std::string& dir) {
 
 // Writes the files into `dir`, creating it if needed; a directory created here is removed again
 // when the write fails.
-void write_outputs(const std::string& dir, const std::vector<std::pair<std::string, const Matrix*>>& files) {
+void write_outputs(const std::string& dir, const std::vector<NpyOutput>& files) {
     const bool created = mkdir(dir.c_str(), 0777) == 0;
     if (!created && errno != EEXIST) throw InputError(dir + ": cannot create directory: " + std::strerror(errno));
     try {
@@ -272,8 +272,7 @@ const char* const gradient_files[] = {"grad_x", "grad_w_q", "grad_w_k", "grad_w_
 // line that reports them.
 std::string write_results(const Computed& c, bool has_alpha, const std::string& dir) {
     const std::string output = dir + "/output.npy", alpha = dir + "/attn.npy";
-    std::vector<std::pair<std::string, const Matrix*>> files = {{output, &c.result.output},
-                                                                {alpha, has_alpha ? &c.result.weights : nullptr}};
+    std::vector<NpyOutput> files = {{output, &c.result.output}, {alpha, has_alpha ? &c.result.weights : nullptr}};
     std::string status = "wrote " + output + " (" + shape_string(c.result.output) + ")";
     if (has_alpha) status += ", " + alpha + " (" + shape_string(c.result.weights) + ")";
     for (const char* name : gradient_files) {
@@ -284,8 +283,9 @@ std::string write_results(const Computed& c, bool has_alpha, const std::string& 
         if (it != c.gradients.end()) status += ", " + path + " (" + shape_string(it->value) + ")";
     }
     std::string removed;
-    for (const auto& [path, matrix] : files)
-        if (!matrix && ::access(path.c_str(), F_OK) == 0) removed += (removed.empty() ? "" : ", ") + path;
+    for (const NpyOutput& file : files)
+        if (!file.values && ::access(file.path.c_str(), F_OK) == 0)
+            removed += (removed.empty() ? "" : ", ") + file.path;
     write_outputs(dir, files);
     if (!removed.empty()) status += "; removed " + removed + " of an earlier run (not results of this one)";
     return status;
