@@ -328,10 +328,4 @@ NpyOutput::NpyOutput(std::string path, const Matrix* values, Shape shape)
     if (values) check_count(*values, this->shape);
 }
 
-std::string shape_string(const Shape& shape) {
-    std::string text;
-    for (const std::size_t d : shape) text += (text.empty() ? "" : "×") + std::to_string(d);
-    return shape.empty() ? "scalar" : text;
-}
-
 }  // namespace attn
