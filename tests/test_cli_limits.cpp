@@ -421,6 +421,12 @@ TEST_CASE("attn run on heads: --max-memory charges every head and the mask befor
     CHECK_THAT(refused.err, Contains(q + ", " + q + ", " + q + ": "));
     CHECK(!std::filesystem::exists(dir.at("out")));
     CHECK(run_attn(core + " --backend fused --out " + dir.at("out")).status == 0);  // no α: it fits
+    // the backward of every head is charged too: where the forward fits and its gradients do not,
+    // the run is refused and nothing is written (one thread: the kernels' scratch is charged per thread)
+    const std::string fused = "run --q " + q + " --k " + q + " --v " + q + " --backend fused --max-memory 1500K";
+    CHECK(run_attn(fused + " --out " + dir.at("forward"), "OMP_NUM_THREADS=1").status == 0);
+    check_refused(run_attn(fused + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"), "of grad");
+    CHECK(!std::filesystem::exists(dir.at("grad")));
     // a mask is charged as it is read, a byte per bool (as floats it would need 8 MiB)
     std::string bits = attn::npy_header({1, 8, 512, 512});
     bits.replace(bits.find("'<f4'"), 5, "'|b1'");
