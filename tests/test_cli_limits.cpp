@@ -425,7 +425,8 @@ TEST_CASE("attn run on heads: --max-memory charges every head and the mask befor
     // the run is refused and nothing is written (one thread: the kernels' scratch is charged per thread)
     const std::string fused = "run --q " + q + " --k " + q + " --v " + q + " --backend fused --max-memory 1500K";
     CHECK(run_attn(fused + " --out " + dir.at("forward"), "OMP_NUM_THREADS=1").status == 0);
-    check_refused(run_attn(fused + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"), "of grad");
+    check_refused(run_attn(fused + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"),
+                  "more than the --max-memory limit");
     CHECK(!std::filesystem::exists(dir.at("grad")));
     // a mask is charged as it is read, a byte per bool (as floats it would need 8 MiB)
     std::string bits = attn::npy_header({1, 8, 512, 512});
