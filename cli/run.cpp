@@ -311,8 +311,12 @@ Result matrix_result(const char* file, std::string heading, Matrix m) {
     Shape shape{m.rows(), m.cols()};
     return {file, std::move(heading), std::move(m), std::move(shape)};
 }
+// "gradient dQ = ∂L/∂Q": how every gradient is introduced.
+std::string gradient_heading(const char* symbol) {
+    return std::string("gradient ") + symbol + " = ∂L/∂" + (symbol + 1);
+}
 Result gradient_result(const char* file, const char* symbol, Matrix m) {
-    return matrix_result(file, std::string("gradient ") + symbol + " = ∂L/∂" + (symbol + 1), std::move(m));
+    return matrix_result(file, gradient_heading(symbol), std::move(m));
 }
 
 // Steps 1–6 on matrices, in one call: from --x and the weights, the layer's forward; from --q, --k
@@ -387,9 +391,9 @@ Results compute_heads(const std::vector<Array>& read, const RunOptions& o, Atten
     if (options.backend != Backend::fused)
         r.push_back(heads_result("attn", "attention weights α", std::move(forward.weights), rank));
     if (!g) return r;
-    r.push_back(heads_result("grad_q", "gradient dQ = ∂L/∂Q", std::move(g->dQ), rank));
-    r.push_back(heads_result("grad_k", "gradient dK = ∂L/∂K", std::move(g->dK), rank));
-    r.push_back(heads_result("grad_v", "gradient dV = ∂L/∂V", std::move(g->dV), rank));
+    r.push_back(heads_result("grad_q", gradient_heading("dQ"), std::move(g->dQ), rank));
+    r.push_back(heads_result("grad_k", gradient_heading("dK"), std::move(g->dK), rank));
+    r.push_back(heads_result("grad_v", gradient_heading("dV"), std::move(g->dV), rank));
     return r;
 }
 

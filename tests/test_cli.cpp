@@ -657,6 +657,13 @@ TEST_CASE("attn run prints the shapes it understood, then each head under its ow
     CHECK_THAT(three.out, Contains(": 4 heads × 3 tokens × 5\n") && Contains("4 query heads share 1 key/value head\n"));
     CHECK_THAT(three.out, Contains("output O, head 3 (3×2)") && !Contains("batch"));
     CHECK_THAT(three.out, Contains("not formed by the fused backend"));
+    const RunResult grads =
+        run_attn("run --q " + dir.at("q3.npy") + " --k " + dir.at("k3.npy") + " --v " + dir.at("v3.npy") +
+                 " --grad-output " + nd_file(dir, "do3.npy", random_matrix(12, 2, rng), {4, 3, 2}));
+    REQUIRE(grads.status == 0);
+    CHECK_THAT(grads.out, Contains("dO " + dir.at("do3.npy") + ": 4 heads × 3 tokens × 2\n") &&
+                              Contains("gradient dQ = ∂L/∂Q, head 3 (3×5)") &&
+                              Contains("gradient dK = ∂L/∂K, head 0 (6×5)") && !Contains("∂L/∂K, head 1"));
     const RunResult two = run_attn("run --q " + dir.file("q2.npy", head(Q, 0, 3)) + " --k " +
                                    dir.file("k2.npy", head(K, 0, 6)) + " --v " + dir.file("v2.npy", head(V, 0, 6)));
     CHECK_THAT(two.out, StartsWith("Q " + dir.at("q2.npy") + ": 3 tokens × 5\n"));
