@@ -14,6 +14,7 @@ E, float32 queries, H_kv key/value heads (H_kv < H: grouped-query attention), ca
     ort_mha   ONNX Runtime's com.microsoft MultiHeadAttention, num_heads = H (bench/peers/ort_heads.js;
               npm's onnxruntime-node 1.31.1, its CPU provider), for H_kv = H
     ort_gqa   its GroupQueryAttention, num_heads and kv_num_heads, for H_kv < H (causal: a prompt)
+    ort_attention  ONNX's own Attention operator (opset 23), (1, H, L, E) as here, grouped heads or not
     ggml_f32  ggml's ggml_flash_attn_ext with heads, K and V float32 (bench/peers/ggml_heads.cpp)
     ggml_f16  the same with K and V float16, llama.cpp's default cache type
     torch     softmax(q @ kᵀ · scale) @ v on (1, H, L, E) tensors, the PyTorch of /usr/bin/python3
@@ -61,7 +62,7 @@ sys.path.insert(0, str(ROOT / "bench" / "tools"))
 import heads_report  # noqa: E402
 
 ORT_PACKAGES = ["onnxruntime-node@1.31.1", "onnx-proto"]
-PEERS = ["ort_mha", "ort_gqa", "ggml_f32", "ggml_f16", "torch"]
+PEERS = ["ort_mha", "ort_gqa", "ort_attention", "ggml_f32", "ggml_f16", "torch"]
 CHECK_CASES = [(80, 32, 4, 0), (80, 32, 4, 1), (80, 32, 2, 0), (80, 32, 2, 1)]
 CHECK_HEADS = 4
 
@@ -92,8 +93,8 @@ def run_measured(cmd, env=None):
 # --- building what is missing ------------------------------------------------------------------
 
 def ensure_ours(bench):
-    if not bench.exists():
-        run(["ninja", "-C", bench.parent, bench.name])
+    if (bench.parent / "build.ninja").exists():  # up to date with the sources, whatever was built before
+        run(["ninja", "-C", bench.parent, bench.name], stdout=subprocess.DEVNULL)
     listed = subprocess.run([bench, "--benchmark_list_tests", "--benchmark_filter=^BM_heads/"], capture_output=True,
                             text=True, check=True).stdout
     if not listed.strip():
@@ -162,11 +163,11 @@ class Engines:
         self.versions = {}
         self.commands = {}
         wanted = set(args.engines)
-        if wanted & {"ort_mha", "ort_gqa"}:
+        if wanted & {"ort_mha", "ort_gqa", "ort_attention"}:
             node_path = ensure_ort(args.work)
             self.node_env = dict(os.environ, NODE_PATH=str(node_path))
             version = json.loads((node_path / "onnxruntime-node" / "package.json").read_text())["version"]
-            for op in ("mha", "gqa"):
+            for op in ("mha", "gqa", "attention"):
                 self.commands["ort_" + op] = ["node", HERE / "ort_heads.js", "--op", op]
                 self.versions["ort_" + op] = "onnxruntime-node " + version
         if wanted & {"ggml_f32", "ggml_f16"}:
@@ -187,7 +188,11 @@ class Engines:
         """{engine, case, calls, seconds, checksum, peak_rss_mib} or {engine, case, skipped}."""
         cmd = [*self.commands[engine], "--threads", self.args.threads, "--min-time", min_time, "--heads", heads,
                case_text(case)]
-        out, rss = run_measured(cmd, self.node_env if engine.startswith("ort_") else None)
+        try:
+            out, rss = run_measured(cmd, self.node_env if engine.startswith("ort_") else None)
+        except RuntimeError as error:  # a peer that fails (out of memory, say) is reported, not fatal
+            print(f"heads_peers: {error}", file=sys.stderr, flush=True)
+            return {"engine": engine, "case": case_text(case), "skipped": f"failed: {str(error)[-200:]}"}
         result = json.loads(out.strip().splitlines()[-1])
         result["peak_rss_mib"] = rss
         return result
@@ -245,7 +250,7 @@ def check(engines):
         error = abs(result["checksum"] - expected) / scale
         tolerance = 2e-3 if engine == "ggml_f16" else 1e-5
         checked.append({"engine": engine, "case": case_text(case), "relative_error": error})
-        print(f"check {engine:9s} H={CHECK_HEADS} {case_text(case):12s} checksum {result['checksum']:+.6f}, "
+        print(f"check {engine:13s} H={CHECK_HEADS} {case_text(case):12s} checksum {result['checksum']:+.6f}, "
               f"float64 {expected:+.6f}: relative error {error:.1e}", flush=True)
         if not error <= tolerance:
             sys.exit(f"heads_peers: {engine} computes something else on {case_text(case)} "
@@ -271,8 +276,8 @@ def measure(args, engines, data):
             data["heads"], data["context"] = heads, context
             entries = [ours]
             for engine in engines.peers:
-                if case_text(case) in skipped.get(engine, {}):
-                    continue
+                if case_text(case) in skipped.get(engine, {}) or (engine == "ort_gqa" and case[2] == heads):
+                    continue  # GroupQueryAttention where MultiHeadAttention has no grouped heads
                 result = engines.run_peer(engine, case, heads, args.min_time)
                 if "skipped" in result:
                     skipped.setdefault(engine, {})[case_text(case)] = result["skipped"]
@@ -283,7 +288,7 @@ def measure(args, engines, data):
                 entry.update(round=r, peak_gflops=peak, gflops=flops / entry["seconds"] / 1e9)
                 entry.pop("checksum", None)
                 data["runs"].append(entry)
-                print(f"round {r + 1}/{args.rounds}  {case_text(case):14s} {entry['engine']:9s} "
+                print(f"round {r + 1}/{args.rounds}  {case_text(case):14s} {entry['engine']:13s} "
                       f"{entry['gflops']:7.1f} GFLOP/s  {100 * entry['gflops'] / peak:5.1f}% of the peak "
                       f"{peak:.1f}  {entry['peak_rss_mib']:7.0f} MiB", flush=True)
         if args.json:

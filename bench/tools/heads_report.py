@@ -21,7 +21,8 @@ import json
 
 NAMES = {
     "ours": "attention.cpp, fused",
-    "ort": "ONNX Runtime",
+    "ort": "ONNX Runtime, MHA / GQA",
+    "ort_attention": "ONNX Runtime, Attention (opset 23)",
     "ggml_f32": "ggml, F32 K/V",
     "ggml_f16": "ggml, F16 K/V",
     "torch": "PyTorch",
@@ -29,7 +30,7 @@ NAMES = {
 # ONNX Runtime's two operators share a column: MultiHeadAttention where H_kv = H, GroupQueryAttention
 # where H_kv < H.
 COLUMNS = {"ort_mha": "ort", "ort_gqa": "ort"}
-PEER_COLUMNS = ["ort", "ggml_f32", "ggml_f16", "torch"]
+PEER_COLUMNS = ["ort", "ort_attention", "ggml_f32", "ggml_f16", "torch"]
 
 
 def parse_case(case):
@@ -87,7 +88,7 @@ def case_cells(case):
 def caption(data):
     peaks = spread(sorted({run["peak_gflops"] for run in data["runs"] if run["engine"] == "ours"}))
     context = data.get("context", {})
-    versions = "".join(f" {NAMES[COLUMNS.get(e, e)]} ({e}): {v}." for e, v in data["versions"].items())
+    versions = " Peers: " + ", ".join(dict.fromkeys(data["versions"].values())) + "." if data["versions"] else ""
     return (f"**The run.** Machine: {context.get('cpu_model', data['cpu'])}, {data['cpus']} CPUs; every engine on "
             f"{data['threads']} threads. This library's kernels: `{context.get('simd_isa', '?')}`.{versions} "
             f"Batch 1, H = {data['heads']} query heads, L = S, float32 queries. {data['rounds']} rounds in one "
@@ -116,11 +117,14 @@ def markdown(data):
     lines.append("Each cell: GFLOP/s, median [lowest, highest] over the rounds; beside a peer, how many times "
                  "faster this library ran in the same round (median [lowest, highest]).")
     for engine, reasons in sorted(data["skipped"].items()):
-        for reason in sorted(set(reasons.values())):
-            which = ", ".join(c for c, r in reasons.items() if r == reason)
-            lines.append(f"– {NAMES[COLUMNS.get(engine, engine)]} ({engine}), {which}: {reason}.")
+        column = COLUMNS.get(engine, engine)
+        empty = {case: reason for case, reason in reasons.items() if (case, column) not in s}
+        for reason in sorted(set(empty.values())):
+            which = ", ".join(case for case, r in empty.items() if r == reason)
+            lines.append(f"– {NAMES[column]} ({engine}) on L:E:H_kv:causal = {which}: {reason}.")
     if "ort" in present:
-        lines.append("ONNX Runtime runs MultiHeadAttention where H_kv = H and GroupQueryAttention where H_kv < H.")
+        lines.append("ONNX Runtime, MHA / GQA: com.microsoft MultiHeadAttention where H_kv = H, GroupQueryAttention "
+                     "where H_kv < H.")
     lines += ["", memory_table(data, s, present), "", targets_table(s)]
     return "\n".join(lines)
 
