@@ -215,7 +215,7 @@ class Engines:
         result = {"engine": "ours", "case": case_text(case), "calls": b["iterations"], "seconds": seconds,
                   "peak_rss_mib": rss, "in_process_peak_rss_mib": b["peak_rss_MiB"],
                   "operands_mib": b["operands_MiB"], "threads_busy": b["threads_busy"]}
-        return result, runs[peak]["GFLOPs"] / 1e9, int(b["heads"]), report["context"]
+        return result, runs[peak]["GFLOPs"], int(b["heads"]), report["context"]
 
 
 # --- checking and timing -------------------------------------------------------------------------
