@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     int calls = 0;
     double seconds = 0;
     const auto start = std::chrono::steady_clock::now();
-    while (seconds < a.min_time) {
+    while (calls == 0 || seconds < a.min_time) {
         ggml_graph_compute(graph, &plan);
         ++calls;
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

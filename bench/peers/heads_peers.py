@@ -3,8 +3,8 @@
 
     /usr/bin/python3 bench/peers/heads_peers.py --work DIR [--ggml SOURCE] [--bench build/bench_attention]
         [--rounds 5] [--min-time 0.5] [--threads 2] [--L 256 1024 4096] [--E 64 128] [--kv-heads 32 8]
-        [--causal 0 1] [--engines ours ort_mha ort_gqa ggml_f32 ggml_f16 torch] [--json FILE]
-        [--build-only | --check-only]
+        [--causal 0 1] [--engines ours ort_mha ort_gqa ort_attention ggml_f32 ggml_f16 torch] [--json FILE]
+        [--into build/bench.json] [--build-only | --check-only]
 
 The case is a model layer's prefill: batch 1, H query heads (BM_heads's, 32), L = S tokens, head width
 E, float32 queries, H_kv key/value heads (H_kv < H: grouped-query attention), causal or not. Engines:
@@ -39,7 +39,8 @@ width) order whatever the engine's layout:
     checksum:  Σ O[h, n, e] · ((31·h + 7·n + e) mod 13 − 6)
 
 Printed: each measurement as it is taken, then bench/tools/heads_report.py's tables; --json (default
-<bench's folder>/heads_peers.json) keeps every round for heads_report.py. Time it only on an idle
+<bench's folder>/heads_peers.json) keeps every round for heads_report.py, and --into adds them to a
+benchmark run's JSON as its "heads_peers", so that one recorded run carries everything. Time it only on an idle
 machine: the default run (24 cases, 7 engines, 5 rounds) lasts tens of minutes on 2 cores, and
 --E 128 --kv-heads 32 --causal 0 keeps only the cases of the targets.
 """
@@ -245,8 +246,10 @@ def check(engines):
     checked = []
     for engine, case in itertools.product(engines.peers, CHECK_CASES):
         result = engines.run_peer(engine, case, CHECK_HEADS, 0.01)
+        if result.get("skipped", "").startswith("failed"):
+            sys.exit(f"heads_peers: {engine} fails on {case_text(case)}; not timing it")
         if "skipped" in result:
-            continue
+            continue  # an operation this engine does not have
         expected, scale = reference_checksum(case, CHECK_HEADS)
         error = abs(result["checksum"] - expected) / scale
         tolerance = 2e-3 if engine == "ggml_f16" else 1e-5
@@ -312,6 +315,7 @@ def main():
     parser.add_argument("--causal", type=int, nargs="+", default=[0, 1], choices=[0, 1])
     parser.add_argument("--engines", nargs="+", default=["ours", *PEERS], choices=["ours", *PEERS])
     parser.add_argument("--json", type=Path, help="every round's numbers (default: heads_peers.json beside --bench)")
+    parser.add_argument("--into", type=Path, help="a benchmark JSON file to add the rounds to, as \"heads_peers\"")
     parser.add_argument("--build-only", action="store_true", help="build what is missing and stop")
     parser.add_argument("--check-only", action="store_true", help="build, check the peers and stop")
     args = parser.parse_args()
@@ -332,6 +336,10 @@ def main():
             "min_time": args.min_time, "versions": engines.versions, "engines": ["ours", *engines.peers],
             "cases": cases, "runs": [], "skipped": {}, "checked": checked}
     measure(args, engines, data)
+    if args.into:
+        report = json.loads(args.into.read_text(encoding="utf-8"))
+        report["heads_peers"] = data
+        args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print()
     print(heads_report.markdown(data))
     print(f"\nEvery round: {args.json}")

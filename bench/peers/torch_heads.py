@@ -64,7 +64,7 @@ def main():
     with torch.no_grad():
         total = checksum(attention())  # untimed: the first call also warms the allocator
         calls, start, seconds = 0, time.perf_counter(), 0.0
-        while seconds < args.min_time:
+        while calls == 0 or seconds < args.min_time:
             attention()
             calls += 1
             seconds = time.perf_counter() - start

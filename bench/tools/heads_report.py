@@ -2,6 +2,7 @@
 """The heads tables for docs/performance.md, from the rounds bench/peers/heads_peers.py recorded.
 
     /usr/bin/python3 bench/tools/heads_report.py build/heads_peers.json [--out heads.md]
+    /usr/bin/python3 bench/tools/heads_report.py docs/bench.json       (a run heads_peers.py --into added to)
     /usr/bin/python3 bench/tools/heads_report.py --self-test
 
 Three tables in Markdown: GFLOP/s of every engine on every case, with this library's share of the FMA
@@ -14,10 +15,10 @@ medians. A dash: the engine has no such operation (the footnote says why).
 --self-test checks the arithmetic on made-up rounds and prints "N passed, M failed".
 """
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
-import json
 
 NAMES = {
     "ours": "attention.cpp, fused",
@@ -218,7 +219,10 @@ def main():
         sys.exit(self_test())
     if not args.json:
         parser.error("the JSON of bench/peers/heads_peers.py is needed")
-    text = markdown(json.loads(args.json.read_text())) + "\n"
+    data = json.loads(args.json.read_text(encoding="utf-8"))
+    if "heads_peers" in data:  # a benchmark run's JSON that heads_peers.py --into added its rounds to
+        data = data["heads_peers"]
+    text = markdown(data) + "\n"
     if args.out:
         args.out.write_text(text)
     else:
