@@ -11,7 +11,8 @@
 // peak_rss_MiB is the process's peak resident memory while the case ran (bench/common.hpp), beside
 // operands_MiB, the size of Q, K, V and O themselves: the fused backend's memory is O(B·H·(L + S)·E),
 // so the two stay close, where an L×S score matrix per head would add H·L·S·4 bytes (2 GiB at L = 4096).
-// Registered here, linked into bench_attention beside BM_peak_fma.
+// heads is H, which the driver passes on to the peers. Registered here, linked into bench_attention
+// beside BM_peak_fma.
 #include "attention/heads.hpp"
 #include "bench/common.hpp"
 
