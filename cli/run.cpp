@@ -1,6 +1,8 @@
-// cli/run.cpp — `attn run`, in the order run_command reads: load the matrix files (each charged to the
-// memory budget as it is read), make one library call (which charges what it allocates and names
-// each matrix by its file), then print the results or write them as .npy files.
+// cli/run.cpp — `attn run`, in the order run_command reads: load the files (each charged to the
+// memory budget as it is read), check that they are the operands they are given as (ranks, the
+// mask's broadcast), make the library's call (which charges what it allocates and names each operand
+// by its file), then print the shapes understood and the results, or write them as .npy files of the
+// queries' rank.
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
@@ -18,6 +20,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/heads.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
@@ -31,21 +34,31 @@ namespace {
 const char* const help = R"(Usage: attn run --x X --wq WQ --wk WK --wv WV [options]     the full layer
        attn run --q Q --k K --v V [options]                     the core softmax(Q·Kᵀ/√d_k)·V
 
-Reads .npy (NumPy 1.0/2.0, float32 or float64, 2-D, C order) or .csv (one row per line, values
+Reads .npy (NumPy 1.0/2.0, float32 or float64, C order) or .csv (2-D: one row per line, values
 separated by commas) files, chosen by extension. Weights follow the lesson: Q = X·W_Q with W_Q of
-shape (d_model × d_k).
+shape (d_model × d_k); the layer's files are 2-D.
+
+Q, K and V have one rank: 2-D (L, E) is one head; 3-D (H, L, E) heads; 4-D (B, H, L, E) batches of
+heads, with K (…, H_kv, S, E) and V (…, H_kv, S, E_v). H is a multiple of H_kv: query head h reads
+key/value head h / (H / H_kv) (grouped-query attention). The results have the queries' rank, and are
+printed head by head, numbered from 0 as NumPy indexes them. A query that no key may attend (under
+--mask or --causal) gets output 0.
 
 Options:
-  --causal                  causal mask: position i sees only j ≤ i
+  --mask M                  a mask over the scores (--q/--k/--v only), broadcast to (B, H, L, S) as
+                            NumPy broadcasts: boolean (true: may attend) or float, added after the
+                            scale (−∞ allowed)
+  --causal                  causal mask: query i sees only keys j ≤ i (aligned top-left, also when
+                            L ≠ S); with --mask, both apply
   --scale sqrt|dk|none      divide scores by √d_k (default), d_k, or nothing
   --backend naive|simd|parallel|fused
                             which kernels compute the steps (default parallel); fused never forms α
   --dtype f32|bf16          the products' operands in float32 (default) or rounded to bfloat16 and
                             summed in float32 (--backend fused only; no --grad-output)
   --torch-weights           weights are PyTorch nn.Linear weights (d_k × d_model): transpose them
-  --grad-output DO          the gradient ∂L/∂O of some loss (n × d_v): run the backward too, and
-                            print (or, with --out, write) the gradients of Q, K and V, and with
-                            --x those of X, W_Q, W_K and W_V
+  --grad-output DO          the gradient ∂L/∂O of some loss (the output's shape): run the backward
+                            too, and print (or, with --out, write) the gradients of Q, K and V, and
+                            with --x those of X, W_Q, W_K and W_V
   --out DIR                 write DIR/output.npy and DIR/attn.npy (float32) instead of printing;
                             with --backend fused only output.npy (there is no α); with
                             --grad-output also grad_q.npy, grad_k.npy, grad_v.npy (and grad_x.npy,
@@ -59,7 +72,7 @@ Options:
 )";
 
 struct RunOptions {
-    std::optional<std::string> x, wq, wk, wv, q, k, v, grad_output, out;
+    std::optional<std::string> x, wq, wk, wv, q, k, v, grad_output, mask, out;
     AttentionOptions attention{.causal = false, .scale = Scale::sqrt_dk, .backend = Backend::parallel};
     ReadOptions read;
     bool torch_weights = false, time = false, help = false;
@@ -87,9 +100,9 @@ std::uint64_t parse_memory(const std::string& v) {
 RunOptions parse(std::span<const std::string> args) {
     RunOptions o;
     const std::pair<const char*, std::optional<std::string>*> files[] = {
-        {"--x", &o.x},    {"--wq", &o.wq}, {"--wk", &o.wk}, {"--wv", &o.wv},
-        {"--q", &o.q},    {"--k", &o.k},   {"--v", &o.v},   {"--grad-output", &o.grad_output},
-        {"--out", &o.out}};
+        {"--x", &o.x},       {"--wq", &o.wq},  {"--wk", &o.wk}, {"--wv", &o.wv},
+        {"--q", &o.q},       {"--k", &o.k},    {"--v", &o.v},   {"--grad-output", &o.grad_output},
+        {"--mask", &o.mask}, {"--out", &o.out}};
     std::set<std::string> seen;
     for (std::size_t i = 0; i < args.size(); ++i) {
         reject_repeated(seen, args[i], "run");
@@ -123,23 +136,26 @@ RunOptions parse(std::span<const std::string> args) {
         throw UsageError("run: the full layer needs all of --x, --wq, --wk and --wv");
     if (core && !(o.q && o.k && o.v)) throw UsageError("run: the core needs all of --q, --k and --v");
     if (!layer && !core) throw UsageError("run: no input given (see attn run --help)");
+    if (layer && o.mask)
+        throw UsageError("run: --mask applies to the scores of --q/--k/--v, not to the --x layer form");
     if (core && o.torch_weights) throw UsageError("run: --torch-weights applies to --wq/--wk/--wv, not to --q/--k/--v");
     if (o.out && o.out->empty()) throw UsageError("run: --out needs a directory name, got an empty one");
     return o;
 }
 
-// Which file each matrix of the chain came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V,
-// then dO with --grad-output):
-// the library names each operand by its file in its own messages (OperandNames), and an error
-// raised on the way is told after the list of every file: "<files>: <the library's message>".
+// Which file each operand came from, in the chain's order (X, W_Q, W_K, W_V or Q, K, V, then dO with
+// --grad-output and the mask with --mask): the library names each operand by its file in its own
+// messages (OperandNames), and an error raised on the way is told after the list of every file:
+// "<files>: <the library's message>".
 class FileNames {
 public:
-    using Names = std::vector<std::pair<std::string, std::string>>;  // (matrix, file)
+    using Names = std::vector<std::pair<std::string, std::string>>;  // (operand, file)
 
     explicit FileNames(const RunOptions& o)
         : names_(o.x ? Names{{"X", *o.x}, {"W_Q", *o.wq}, {"W_K", *o.wk}, {"W_V", *o.wv}}
                      : Names{{"Q", *o.q}, {"K", *o.k}, {"V", *o.v}}) {
         if (o.grad_output) names_.emplace_back("dO", *o.grad_output);
+        if (o.mask) names_.emplace_back("mask", *o.mask);
         for (const auto& name : names_) files_ += (files_.empty() ? "" : ", ") + name.second;
         if (o.x) operands_ = {.X = *o.x, .W_Q = *o.wq, .W_K = *o.wk, .W_V = *o.wv};
         else operands_ = {.Q = *o.q, .K = *o.k, .V = *o.v};
@@ -188,7 +204,7 @@ void check_out_directory(const std::string& dir) {
 
 // Writes the files into `dir`, creating it if needed; a directory created here is removed again
 // when the write fails.
-void write_outputs(const std::string& dir, const std::vector<std::pair<std::string, const Matrix*>>& files) {
+void write_outputs(const std::string& dir, const std::vector<NpyOutput>& files) {
     const bool created = mkdir(dir.c_str(), 0777) == 0;
     if (!created && errno != EEXIST) throw InputError(dir + ": cannot create directory: " + std::strerror(errno));
     try {
@@ -199,93 +215,263 @@ void write_outputs(const std::string& dir, const std::vector<std::pair<std::stri
     }
 }
 
-// The matrix files, in the chain's order, each charged to the budget as it is read (the reader
-// refuses to go past what is left); PyTorch's weights (d_k × d_model) transposed to the lesson's.
-std::vector<Matrix> load(const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
-    std::vector<Matrix> matrices;
-    for (const auto& [matrix, path] : files.in_order()) {
-        ReadOptions r = o.read;
-        r.max_bytes = budget.left();
-        const Matrix& m = matrices.emplace_back(read_matrix(path, r));
-        budget.charge(matrix_bytes(m.rows(), m.cols()), path + " (" + shape_string(m) + ")");
-    }
-    for (std::size_t k = 1; o.torch_weights && k < 4; ++k) {  // W_Q, W_K, W_V after X
-        budget.charge(matrix_bytes(matrices[k].rows(), matrices[k].cols()), "transposing the PyTorch weights");
-        matrices[k] = transpose(matrices[k]);
-    }
-    return matrices;
+// ---- the files, as the operands they are given as -------------------------------------------------
+
+std::string file_and_shape(const std::string& path, const Array& a) {
+    return path + " (" + shape_string(a.shape) + ")";
 }
 
-// What a run computed: the forward's result and, with --grad-output, each gradient under the name
-// of its file (grad_q.npy, …) and the symbol it is printed with (dQ, …), in the order of both.
-struct Computed {
-    AttentionResult result;
-    struct Gradient {
-        const char* file;    // "grad_q"
-        const char* symbol;  // "dQ"
-        Matrix value;
-    };
-    std::vector<Gradient> gradients;
-};
+// What an array read takes in memory: a byte per bool, four per float.
+std::uint64_t array_bytes(const Array& a) {
+    std::uint64_t count = 1;
+    for (const std::size_t d : a.shape) count *= d;  // the reader checked the product
+    return a.boolean() ? count : count * sizeof(float);
+}
 
-// Steps 1–6 by the library, in one call, which charges what it allocates to the budget before its
-// first step and names each operand by its file: from --x and the weights, the layer's forward;
-// from --q, --k and --v, the core. With --grad-output, the call that runs the backward as well.
-Computed compute(std::vector<Matrix> read, const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
-    AttentionOptions options = o.attention;
-    options.budget = &budget;
-    options.names = files.operands();
-    Computed c;
-    if (!o.x && !o.grad_output) c.result = scaled_dot_product_attention(read[0], read[1], read[2], options);
+// The files, in the chain's order, each charged to the budget as it is read (the reader refuses to
+// go past what is left); a mask may hold −∞, which never attends.
+std::vector<Array> load(const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
+    std::vector<Array> arrays;
+    for (const auto& [operand, path] : files.in_order()) {
+        ReadOptions r = o.read;
+        r.max_bytes = budget.left();
+        r.minus_infinity = operand == "mask";
+        const Array& a = arrays.emplace_back(read_array(path, r));
+        budget.charge(array_bytes(a), file_and_shape(path, a));
+    }
+    return arrays;
+}
+
+// Each file is the operand it is given as: floats, but for the mask; the layer's matrices 2-D; Q, K
+// and V of one rank from 2 to 4, and dO of theirs. The first that is not, refused by its file.
+void check_operands(const FileNames& files, const std::vector<Array>& arrays) {
+    const auto& names = files.in_order();
+    const std::size_t rank = arrays[0].shape.size();
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const auto& [operand, path] = names[k];
+        const Array& a = arrays[k];
+        if (operand == "mask") continue;
+        if (a.boolean())
+            throw InputError(file_and_shape(path, a) + ": a boolean array; " + operand +
+                             " must be float32 or float64 (only --mask may be boolean)");
+        if (names[0].first == "X" && a.shape.size() != 2)
+            throw InputError(file_and_shape(path, a) + ": " + std::to_string(a.shape.size()) +
+                             "-D; the --x layer form reads 2-D matrices (for heads, give --q, --k and --v)");
+        if (rank < 2 || rank > 4)
+            throw InputError(file_and_shape(path, a) + ": " + std::to_string(rank) +
+                             "-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
+        if (a.shape.size() != rank)
+            throw InputError(file_and_shape(names[0].second, arrays[0]) + " is " + std::to_string(rank) + "-D and " +
+                             file_and_shape(path, a) + " is " + std::to_string(a.shape.size()) + "-D: " + operand +
+                             (operand == "dO" ? " must have the output's rank" : " must have the rank of Q"));
+    }
+}
+
+// The scores' shape, S = Q·Kᵀ for every head: the queries' leading dimensions, then (L, S).
+Shape scores_shape(const std::vector<Array>& arrays) {
+    Shape scores = arrays[0].shape;
+    scores.back() = arrays[1].shape[arrays[1].shape.size() - 2];
+    return scores;
+}
+
+const char* const score_axes[] = {"(L, S)", "(H, L, S)", "(B, H, L, S)"};
+
+// The mask file as the library reads it: broadcast to the scores, with strides of 0 along what it
+// repeats. Refused, by its file and both shapes, when NumPy would not broadcast it there.
+ScoreMask score_mask(const Array& mask, const std::string& path, const Shape& scores) {
+    const auto strides = broadcast_strides(mask.shape, scores);
+    if (!strides)
+        throw InputError(file_and_shape(path, mask) + ": the mask does not broadcast to the scores " +
+                         shape_string(scores) + " " + score_axes[scores.size() - 2] +
+                         ": aligned from the right, each of its dimensions must be 1 or the scores' own");
+    std::vector<std::ptrdiff_t> four(4 - strides->size(), 0);
+    four.insert(four.end(), strides->begin(), strides->end());
+    return {.kind = mask.boolean() ? ScoreMask::Kind::boolean : ScoreMask::Kind::additive,
+            .data = mask.boolean() ? static_cast<const void*>(mask.truth.get()) : mask.values.data(),
+            .batch_stride = four[0],
+            .head_stride = four[1],
+            .row_stride = four[2],
+            .col_stride = four[3]};
+}
+
+// ---- one library call ------------------------------------------------------------------------------
+
+// One result of the run: its file (output.npy, …), its heading (output O, …), its values in C order,
+// and its shape, of the rank of the operand it belongs to.
+struct Result {
+    const char* file;     // "grad_q"
+    std::string heading;  // "gradient dQ = ∂L/∂Q"
+    Matrix values;
+    Shape shape;
+};
+// Every result, in the order they are printed and written: O, α when the backend forms it, gradients.
+using Results = std::vector<Result>;
+
+Result matrix_result(const char* file, std::string heading, Matrix m) {
+    Shape shape{m.rows(), m.cols()};
+    return {file, std::move(heading), std::move(m), std::move(shape)};
+}
+// "gradient dQ = ∂L/∂Q": how every gradient is introduced.
+std::string gradient_heading(const char* symbol) {
+    return std::string("gradient ") + symbol + " = ∂L/∂" + (symbol + 1);
+}
+Result gradient_result(const char* file, const char* symbol, Matrix m) {
+    return matrix_result(file, gradient_heading(symbol), std::move(m));
+}
+
+// Steps 1–6 on matrices, in one call: from --x and the weights, the layer's forward; from --q, --k
+// and --v, the core (with the mask's strides). With --grad-output, the call that runs the backward
+// as well. PyTorch's weights (d_k × d_model) are transposed to the lesson's first, and their
+// gradients back.
+Results compute_matrices(std::vector<Array> read, const RunOptions& o, const AttentionOptions& options,
+                         MemoryBudget& budget) {
+    std::vector<Matrix> m;  // the operands' matrices; the mask stays where options.mask reads it
+    for (std::size_t k = 0; k < read.size() - (o.mask ? 1 : 0); ++k) m.push_back(std::move(read[k].values));
+    for (std::size_t k = 1; o.torch_weights && k < 4; ++k) {  // W_Q, W_K, W_V after X
+        budget.charge(matrix_bytes(m[k].rows(), m[k].cols()), "transposing the PyTorch weights");
+        m[k] = transpose(m[k]);
+    }
+    Results r;
+    const auto forward = [&](AttentionResult result) {
+        r.push_back(matrix_result("output", "output O", std::move(result.output)));
+        if (options.backend != Backend::fused)
+            r.push_back(matrix_result("attn", "attention weights α", std::move(result.weights)));
+    };
+    if (!o.x && !o.grad_output) forward(scaled_dot_product_attention(m[0], m[1], m[2], options));
     if (!o.x && o.grad_output) {
-        AttentionPass pass = attention_forward_backward(read[0], read[1], read[2], read[3], options);
-        c.result = std::move(pass.result);
+        AttentionPass pass = attention_forward_backward(m[0], m[1], m[2], m[3], options);
+        forward(std::move(pass.result));
         AttentionGradients& g = pass.gradients;
-        c.gradients = {
-            {"grad_q", "dQ", std::move(g.dQ)}, {"grad_k", "dK", std::move(g.dK)}, {"grad_v", "dV", std::move(g.dV)}};
+        r.push_back(gradient_result("grad_q", "dQ", std::move(g.dQ)));
+        r.push_back(gradient_result("grad_k", "dK", std::move(g.dK)));
+        r.push_back(gradient_result("grad_v", "dV", std::move(g.dV)));
     }
-    if (!o.x) return c;
-    const SingleHeadAttention layer(std::move(read[1]), std::move(read[2]), std::move(read[3]), options.names);
+    if (!o.x) return r;
+    const SingleHeadAttention layer(std::move(m[1]), std::move(m[2]), std::move(m[3]), options.names);
     if (!o.grad_output) {
-        c.result = layer.forward(read[0], options);
-        return c;
+        forward(layer.forward(m[0], options));
+        return r;
     }
-    SingleHeadAttention::Pass pass = layer.forward_backward(read[0], read[4], options);
-    c.result = std::move(pass.result);
+    SingleHeadAttention::Pass pass = layer.forward_backward(m[0], m[4], options);
+    forward(std::move(pass.result));
     auto& g = pass.gradients;
     // With --torch-weights the weights' gradients go back to PyTorch's layout, like the weights came.
     const auto as_given = [&](Matrix& dW) { return o.torch_weights ? transpose(dW) : std::move(dW); };
-    c.gradients = {{"grad_x", "dX", std::move(g.dX)},      {"grad_w_q", "dW_Q", as_given(g.dW_Q)},
-                   {"grad_w_k", "dW_K", as_given(g.dW_K)}, {"grad_w_v", "dW_V", as_given(g.dW_V)},
-                   {"grad_q", "dQ", std::move(g.qkv.dQ)},  {"grad_k", "dK", std::move(g.qkv.dK)},
-                   {"grad_v", "dV", std::move(g.qkv.dV)}};
-    return c;
+    r.push_back(gradient_result("grad_x", "dX", std::move(g.dX)));
+    r.push_back(gradient_result("grad_w_q", "dW_Q", as_given(g.dW_Q)));
+    r.push_back(gradient_result("grad_w_k", "dW_K", as_given(g.dW_K)));
+    r.push_back(gradient_result("grad_w_v", "dW_V", as_given(g.dW_V)));
+    r.push_back(gradient_result("grad_q", "dQ", std::move(g.qkv.dQ)));
+    r.push_back(gradient_result("grad_k", "dK", std::move(g.qkv.dK)));
+    r.push_back(gradient_result("grad_v", "dV", std::move(g.qkv.dV)));
+    return r;
+}
+
+// A 3-D (H, L, E) or 4-D (B, H, L, E) array as the library's heads (B = 1 for 3-D), and back.
+HeadsView heads_view(const Array& a) {
+    const Shape& s = a.shape;
+    return {a.values.data(), s.size() == 3 ? HeadsShape{1, s[0], s[1], s[2]} : HeadsShape{s[0], s[1], s[2], s[3]}};
+}
+Result heads_result(const char* file, std::string heading, Heads heads, std::size_t rank) {
+    const HeadsShape& s = heads.shape;
+    Shape shape = rank == 3 ? Shape{s.heads, s.rows, s.cols} : Shape{s.batch, s.heads, s.rows, s.cols};
+    return {file, std::move(heading), std::move(heads.values), std::move(shape)};
+}
+
+// Steps 3–6 for every head, in one call (and the backward's, with --grad-output), on 3-D or 4-D files.
+Results compute_heads(const std::vector<Array>& read, const RunOptions& o, AttentionOptions options) {
+    const std::size_t rank = read[0].shape.size();
+    const HeadsView Q = heads_view(read[0]), K = heads_view(read[1]), V = heads_view(read[2]);
+    options.keep_for_backward = o.grad_output.has_value();
+    HeadsResult forward = scaled_dot_product_attention(Q, K, V, options);
+    std::optional<HeadsGradients> g;
+    if (o.grad_output) g = scaled_dot_product_attention_backward(Q, K, V, forward, heads_view(read[3]), options);
+    Results r;
+    r.push_back(heads_result("output", "output O", std::move(forward.output), rank));
+    if (options.backend != Backend::fused)
+        r.push_back(heads_result("attn", "attention weights α", std::move(forward.weights), rank));
+    if (!g) return r;
+    r.push_back(heads_result("grad_q", gradient_heading("dQ"), std::move(g->dQ), rank));
+    r.push_back(heads_result("grad_k", gradient_heading("dK"), std::move(g->dK), rank));
+    r.push_back(heads_result("grad_v", gradient_heading("dV"), std::move(g->dV), rank));
+    return r;
+}
+
+// The run's call, on matrices or on heads by the queries' rank, with the budget, the files' names
+// and the mask (which reads the last of `read`).
+Results compute(std::vector<Array> read, const FileNames& files, const RunOptions& o, const ScoreMask* mask,
+                MemoryBudget& budget) {
+    AttentionOptions options = o.attention;
+    options.budget = &budget;
+    options.names = files.operands();
+    options.mask = mask;
+    if (read[0].shape.size() == 2) return compute_matrices(std::move(read), o, options, budget);
+    return compute_heads(read, o, options);
+}
+
+// ---- what the run understood, and its results ------------------------------------------------------
+
+std::string counted(std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// An operand's shape in words: "1 batch × 8 heads × 16 tokens × 64" (the layer's weights: "4×3").
+std::string in_words(const std::string& operand, const Shape& s) {
+    if (operand.starts_with("W_")) return shape_string(s);
+    std::string words;
+    if (s.size() == 4) words += counted(s[0], "batch", "batches") + " × ";
+    if (s.size() >= 3) words += counted(s[s.size() - 3], "head", "heads") + " × ";
+    return words + counted(s[s.size() - 2], "token", "tokens") + " × " + std::to_string(s.back());
+}
+
+// One short line per file ("Q q.npy: 8 heads × 16 tokens × 64"), the mask's broadcast, and the
+// grouping of the heads when key/value heads are shared.
+std::string understood(const FileNames& files, const std::vector<Array>& arrays) {
+    std::string text;
+    const auto& names = files.in_order();
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const auto& [operand, path] = names[k];
+        const Array& a = arrays[k];
+        if (operand == "mask")
+            text += "mask " + path + ": " + (a.boolean() ? "boolean " : "additive ") + shape_string(a.shape) +
+                    ", broadcast to the scores " + shape_string(scores_shape(arrays)) + " " +
+                    score_axes[arrays[0].shape.size() - 2] + "\n";
+        else text += operand + " " + path + ": " + in_words(operand, a.shape) + "\n";
+    }
+    const std::size_t rank = arrays[0].shape.size();
+    if (names[0].first == "Q" && rank >= 3) {
+        const std::size_t heads = arrays[0].shape[rank - 3], kv_heads = arrays[1].shape[rank - 3];
+        if (kv_heads < heads)
+            text += counted(heads, "query head", "query heads") + " share " +
+                    counted(kv_heads, "key/value head", "key/value heads") + "\n";
+    }
+    return text;
 }
 
 // Every file a run can write, in the order it writes them.
-const char* const gradient_files[] = {"grad_x", "grad_w_q", "grad_w_k", "grad_w_v", "grad_q", "grad_k", "grad_v"};
+const char* const result_files[] = {"output",   "attn",   "grad_x", "grad_w_q", "grad_w_k",
+                                    "grad_w_v", "grad_q", "grad_k", "grad_v"};
 
-// DIR/output.npy, DIR/attn.npy and the gradients' files, all or nothing. A file of the set that this
-// run does not write (attn.npy with the fused backend, which forms no α; a gradient without
-// --grad-output, or X's and the weights' from --q/--k/--v) would sit beside this run's output as if
-// it were its own, so one left by an earlier run is removed in the same step. Returns the status
-// line that reports them.
-std::string write_results(const Computed& c, bool has_alpha, const std::string& dir) {
-    const std::string output = dir + "/output.npy", alpha = dir + "/attn.npy";
-    std::vector<std::pair<std::string, const Matrix*>> files = {{output, &c.result.output},
-                                                                {alpha, has_alpha ? &c.result.weights : nullptr}};
-    std::string status = "wrote " + output + " (" + shape_string(c.result.output) + ")";
-    if (has_alpha) status += ", " + alpha + " (" + shape_string(c.result.weights) + ")";
-    for (const char* name : gradient_files) {
+// DIR/output.npy, DIR/attn.npy and the gradients' files, all or nothing, each of its operand's rank.
+// A file of the set that this run does not write (attn.npy with the fused backend, which forms no α;
+// a gradient without --grad-output, or X's and the weights' from --q/--k/--v) would sit beside this
+// run's output as if it were its own, so one left by an earlier run is removed in the same step.
+// Returns the status line that reports them.
+std::string write_results(const Results& results, const std::string& dir) {
+    std::vector<NpyOutput> files;
+    std::string status, removed;
+    for (const char* name : result_files) {
         const std::string path = dir + "/" + name + ".npy";
-        const auto it = std::find_if(c.gradients.begin(), c.gradients.end(),
-                                     [&](const Computed::Gradient& g) { return std::string(g.file) == name; });
-        files.emplace_back(path, it == c.gradients.end() ? nullptr : &it->value);
-        if (it != c.gradients.end()) status += ", " + path + " (" + shape_string(it->value) + ")";
+        const auto it =
+            std::find_if(results.begin(), results.end(), [&](const Result& r) { return std::string(r.file) == name; });
+        if (it == results.end()) {
+            files.emplace_back(path, nullptr);
+            if (::access(path.c_str(), F_OK) == 0) removed += (removed.empty() ? "" : ", ") + path;
+            continue;
+        }
+        files.emplace_back(path, &it->values, it->shape);
+        status += (status.empty() ? "wrote " : ", ") + path + " (" + shape_string(it->shape) + ")";
     }
-    std::string removed;
-    for (const auto& [path, matrix] : files)
-        if (!matrix && ::access(path.c_str(), F_OK) == 0) removed += (removed.empty() ? "" : ", ") + path;
     write_outputs(dir, files);
     if (!removed.empty()) status += "; removed " + removed + " of an earlier run (not results of this one)";
     return status;
@@ -295,8 +481,8 @@ std::string write_results(const Computed& c, bool has_alpha, const std::string& 
 // in place, the run has succeeded, and a report that cannot be written (a full disk, a closed
 // descriptor) is a warning on standard error, not a failure that would tell a script to roll back
 // files that are in fact new. One write(2), so nothing of it stays buffered for a later flush.
-void report_files(const std::string& status, const std::string& time_line) {
-    const std::string text = status + "\n" + time_line;
+void report_files(const std::string& shapes, const std::string& status, const std::string& time_line) {
+    const std::string text = shapes + status + "\n" + time_line;
     std::size_t done = 0;
     while (done < text.size()) {
         const ssize_t wrote = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
@@ -310,18 +496,31 @@ void report_files(const std::string& status, const std::string& time_line) {
     }
 }
 
-void print_results(const Computed& c, bool has_alpha, int precision) {
+// A result as text: a matrix under its heading, or, with heads, each head under a heading of its own
+// ("output O, batch 1, head 3 (16×64)"), numbered from 0 as NumPy indexes them.
+void print_result(const Result& r, const PrintOptions& p) {
+    const std::size_t rank = r.shape.size(), rows = r.shape[rank - 2], cols = r.shape[rank - 1];
+    if (rank == 2) {
+        std::cout << "\n" << r.heading << " (" << shape_string(r.values) << ")\n";
+        print_matrix(std::cout, r.values, p);
+        return;
+    }
+    const std::size_t heads = r.shape[rank - 3], count = rank == 4 ? r.shape[0] * heads : heads;
+    for (std::size_t i = 0; i < count; ++i) {
+        std::cout << "\n"
+                  << r.heading << (rank == 4 ? ", batch " + std::to_string(i / heads) : "") << ", head " << i % heads
+                  << " (" << shape_string(rows, cols) << ")\n";
+        print_matrix(std::cout, Matrix::borrow(r.values.data() + i * rows * cols, rows, cols), p);
+    }
+}
+
+void print_results(const Results& results, bool has_alpha, int precision) {
     PrintOptions p;
     p.precision = precision;
-    std::cout << "output O (" << shape_string(c.result.output) << ")\n";
-    print_matrix(std::cout, c.result.output, p);
-    if (has_alpha) {
-        std::cout << "\nattention weights α (" << shape_string(c.result.weights) << ")\n";
-        print_matrix(std::cout, c.result.weights, p);
-    } else std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
-    for (const Computed::Gradient& g : c.gradients) {
-        std::cout << "\ngradient " << g.symbol << " = ∂L/∂" << (g.symbol + 1) << " (" << shape_string(g.value) << ")\n";
-        print_matrix(std::cout, g.value, p);
+    for (const Result& r : results) {
+        print_result(r, p);
+        if (&r == &results.front() && !has_alpha)
+            std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
     }
 }
 
@@ -335,17 +534,20 @@ int run_command(std::span<const std::string> args) {
     }
     if (o.out) check_out_directory(*o.out);  // refuse a bad output directory before any work
     const FileNames files(o);
-    const bool has_alpha = o.attention.backend != Backend::fused;
     Stopwatch clock;
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
     // they are read, then, inside the library and before its first step, what the steps will need.
     // (Printing streams row by row, and needs none.)
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
-    std::vector<Matrix> read = load(files, o, budget);
+    std::vector<Array> read = load(files, o, budget);
+    check_operands(files, read);
+    const std::optional<ScoreMask> mask =
+        o.mask ? std::optional(score_mask(read.back(), *o.mask, scores_shape(read))) : std::nullopt;
+    const std::string shapes = understood(files, read);
     clock.lap("read");
-    Computed result;
+    Results results;
     try {
-        result = compute(std::move(read), files, o, budget);
+        results = compute(std::move(read), files, o, mask ? &*mask : nullptr, budget);
     } catch (const DModelMismatch& e) {  // X against the weights: what PyTorch's layout causes
         throw InputError(files.all() + ": " + e.what() +
                          (o.torch_weights ? " (after transposing the --torch-weights)"
@@ -356,12 +558,13 @@ int run_command(std::span<const std::string> args) {
     clock.lap(o.grad_output ? (o.x ? "steps 1–6 and grads 6–1 (the layer)" : "steps 3–6 and grads 6–3 (attention)")
                             : (o.x ? "steps 1–6 (the layer)" : "steps 3–6 (attention)"));
     if (o.out) {
-        const std::string status = write_results(result, has_alpha, *o.out);
+        const std::string status = write_results(results, *o.out);
         clock.lap("write");
-        report_files(status, o.time ? "time: " + clock.laps() + "\n" : "");
+        report_files(shapes, status, o.time ? "time: " + clock.laps() + "\n" : "");
         return 0;
     }
-    print_results(result, has_alpha, o.precision);
+    std::cout << shapes;
+    print_results(results, o.attention.backend != Backend::fused, o.precision);
     if (o.time) std::cout << "time: " << clock.laps() << "\n";
     return 0;
 }

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "io/io.hpp"
 #include "matrix/size.hpp"
@@ -17,18 +19,31 @@ namespace attn::io_checks {
     throw InputError(printable(name + ": " + what));
 }
 
-// rows × cols floats, refused when the count overflows or would need more than the limit.
-inline void check_size(const std::string& name, std::uint64_t rows, std::uint64_t cols, const ReadOptions& options) {
-    const std::string shape = "shape (" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
-    std::uint64_t bytes = 0;
+// An array of these dimensions with `item_bytes` bytes per value in memory, refused when the count
+// overflows (or does not fit a size_t) or would need more than the limit. Returns the count.
+inline std::uint64_t check_size(const std::string& name, const std::vector<std::uint64_t>& dims,
+                                std::uint64_t item_bytes, const ReadOptions& options) {
+    std::string text;
+    for (const std::uint64_t d : dims) text += (text.empty() ? "" : ", ") + std::to_string(d);
+    text = "shape (" + text + (dims.size() == 1 ? ",)" : ")");
+    std::uint64_t count = 1, bytes = 0;
     try {
-        bytes = matrix_bytes(rows, cols);
+        for (const std::uint64_t d : dims) {
+            count = checked_product(count, d, name);
+            if (std::uint64_t(std::size_t(count)) != count || std::uint64_t(std::size_t(d)) != d)
+                throw std::length_error(name);  // past a 32-bit size_t
+        }
+        bytes = checked_product(count, item_bytes, name);
     } catch (const std::length_error&) {
-        fail(name, shape + " is too large to count");
+        fail(name, text + " is too large to count");
     }
     if (bytes > options.max_bytes)
-        fail(name, shape + " needs " + describe_bytes(bytes) + ", more than the --max-memory limit of " +
+        fail(name, text + " needs " + describe_bytes(bytes) + ", more than the --max-memory limit of " +
                        describe_bytes(options.max_bytes));
+    return count;
+}
+inline void check_size(const std::string& name, std::uint64_t rows, std::uint64_t cols, const ReadOptions& options) {
+    check_size(name, {rows, cols}, sizeof(float), options);
 }
 
 // A refused value at (row, col), counted from 0: CellError with the message "<name>: <what>".
@@ -45,8 +60,11 @@ inline void check_finite(const std::string& name, float value, std::size_t row, 
                   row, col, std::isnan(value) ? CellError::Problem::nan : CellError::Problem::infinite);
 }
 
+// A 2-D float array's matrix; anything else refused, naming the file.
+Matrix matrix_of(Array a, const std::string& name);
+
 // The readers of files, by format (io/npy.cpp, io/csv.cpp); io/files.cpp picks one by extension.
-Matrix read_npy_file(const std::string& path, const ReadOptions& options);
+Array read_npy_file(const std::string& path, const ReadOptions& options);
 Matrix read_csv_file(const std::string& path, const ReadOptions& options);
 
 }  // namespace attn::io_checks

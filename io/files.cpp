@@ -203,9 +203,10 @@ bool write_all(int fd, const char* p, std::size_t n) {
     return true;
 }
 
-// Writes the .npy bytes of `m` to `fd`, all of them, and makes them durable.
-bool write_npy(int fd, const Matrix& m) {
-    const std::string header = npy_header(m);
+// Writes the .npy bytes of the file's values to `fd`, all of them, and makes them durable.
+bool write_npy(int fd, const NpyOutput& file) {
+    const std::string header = npy_header(file.shape);
+    const Matrix& m = *file.values;
     return write_all(fd, header.data(), header.size()) &&
            write_all(fd, reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float)) && ::fsync(fd) == 0;
 }
@@ -276,7 +277,7 @@ bool keep_old(const Directory& dir, const std::string& target, std::unique_ptr<P
 
 }  // namespace
 
-Matrix read_matrix(const std::string& path, const ReadOptions& options) {
+Array read_array(const std::string& path, const ReadOptions& options) {
     // Only regular files: a directory has no contents to read, and a FIFO or terminal would block
     // until someone writes to it.
     const bool npy = ends_with(path, ".npy"), csv = ends_with(path, ".csv");
@@ -285,48 +286,55 @@ Matrix read_matrix(const std::string& path, const ReadOptions& options) {
     if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open: " + reason());
     if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a matrix file");
     if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a FIFO, device or socket); give a .npy or .csv file");
-    return npy ? read_npy_file(path, options) : read_csv_file(path, options);
+    if (npy) return read_npy_file(path, options);
+    Array a;
+    a.values = read_csv_file(path, options);
+    a.shape = {a.values.rows(), a.values.cols()};
+    return a;
 }
 
-void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files) {
+Matrix read_matrix(const std::string& path, const ReadOptions& options) {
+    return matrix_of(read_array(path, options), path);
+}
+
+void write_npy_files(const std::vector<NpyOutput>& files) {
     // 0. Each directory opened and locked once, in the same order by every writer (so two never wait
     //    on each other), before anything is looked at in it: one writer at a time per directory,
     //    from the first temporary to the last rename, so that a directory never holds one run's
     //    output.npy beside another's attn.npy. A second run waits.
     struct Target {
         const Directory* dir;
-        std::string name;  // within dir
-        const std::string& path;
-        const Matrix* matrix;  // null: remove the target
+        std::string name;       // within dir
+        const NpyOutput& file;  // null values: remove the target
     };
     std::vector<std::string> dir_paths;
-    for (const auto& [path, matrix] : files) dir_paths.push_back(directory_of(path));
+    for (const NpyOutput& file : files) dir_paths.push_back(directory_of(file.path));
     std::sort(dir_paths.begin(), dir_paths.end());
     dir_paths.erase(std::unique(dir_paths.begin(), dir_paths.end()), dir_paths.end());
     std::vector<std::unique_ptr<Directory>> dirs;
     for (const std::string& dir : dir_paths) {
         const auto first_file =
-            std::find_if(files.begin(), files.end(), [&](const auto& f) { return directory_of(f.first) == dir; });
-        dirs.push_back(std::make_unique<Directory>(dir, first_file->first));
+            std::find_if(files.begin(), files.end(), [&](const NpyOutput& f) { return directory_of(f.path) == dir; });
+        dirs.push_back(std::make_unique<Directory>(dir, first_file->path));
     }
     std::vector<Target> targets;
-    for (const auto& [path, matrix] : files) {
-        const auto at = std::lower_bound(dir_paths.begin(), dir_paths.end(), directory_of(path));
-        targets.push_back({dirs[std::size_t(at - dir_paths.begin())].get(), file_name_of(path), path, matrix});
+    for (const NpyOutput& file : files) {
+        const auto at = std::lower_bound(dir_paths.begin(), dir_paths.end(), directory_of(file.path));
+        targets.push_back({dirs[std::size_t(at - dir_paths.begin())].get(), file_name_of(file.path), file});
     }
-    for (const Target& t : targets) check_replaceable(*t.dir, t.name, t.path);
+    for (const Target& t : targets) check_replaceable(*t.dir, t.name, t.file.path);
 
     // 1. Every file to a temporary of its own (none for a file that is only to be removed).
     std::vector<std::unique_ptr<PendingFile>> temporaries(targets.size());
     for (std::size_t k = 0; k < targets.size(); ++k) {
         const Target& t = targets[k];
-        if (!t.matrix) continue;
+        if (!t.file.values) continue;
         int fd = -1;
         temporaries[k] = create_temporary(*t.dir, t.name, "tmp", fd);
-        if (!temporaries[k]) fail(t.path, "cannot write: no temporary file can be created beside it: " + reason());
-        const bool ok = write_npy(fd, *t.matrix) && give_permissions(fd, *t.dir, t.name);
+        if (!temporaries[k]) fail(t.file.path, "cannot write: no temporary file can be created beside it: " + reason());
+        const bool ok = write_npy(fd, t.file) && give_permissions(fd, *t.dir, t.name);
         const std::string why = reason();
-        if (::close(fd) != 0 || !ok) fail(t.path, "cannot write: " + why);
+        if (::close(fd) != 0 || !ok) fail(t.file.path, "cannot write: " + why);
     }
 
     // 2. Into place, one file at a time, each in one atomic step: a reader of a target finds the
@@ -356,7 +364,7 @@ void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& f
     const auto give_up = [&](std::size_t k, const std::string& what) {
         const std::string why = reason();
         undo(k);
-        fail(targets[k].path, what + why);
+        fail(targets[k].file.path, what + why);
     };
     for (std::size_t k = 0; k < targets.size(); ++k) {
         const Target& t = targets[k];

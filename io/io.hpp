@@ -6,7 +6,10 @@
 // a memory limit before anything is allocated.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,24 +53,61 @@ std::string printable(std::string_view text);
 struct ReadOptions {
     std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
     bool csv_header = false;                           // a CSV's first line is a header to skip
+    bool minus_infinity = false;                       // −∞ is a value (an additive mask's "never"); +∞ is not
 };
 
-// By extension: .npy (NumPy format 1.0 or 2.0, dtype <f4 or <f8, 2-D, C order) or .csv (one row per
-// line, values separated by commas). Values must be finite and fit float32. Only regular files are
-// read: a directory, FIFO or device is refused before it is opened.
+// An array's dimensions, outermost first, as NumPy's `shape`: {} for a scalar, {H, L, E} for heads.
+using Shape = std::vector<std::size_t>;
+std::string shape_string(const Shape& shape);  // "8×16×64"; "scalar" for {}
+
+// How an array of shape `from` is read as one of shape `to`, as NumPy broadcasts: the dimensions
+// aligned from the right, each of `from` 1 or equal to its partner, the missing ones in front read
+// as 1. One stride per dimension of `to`, in elements of `from`'s C order, 0 along a broadcast one;
+// nullopt when `from` does not broadcast to `to` (io/array.cpp).
+std::optional<std::vector<std::ptrdiff_t>> broadcast_strides(const Shape& from, const Shape& to);
+
+// A .npy file's array, of any rank, in C order. Float files ('<f4', '<f8') fill `values`: a Matrix
+// of (every dimension but the last, multiplied) rows × (the last dimension) columns, which is the C
+// order itself: a 2-D array is its matrix, and head h of an (H, L, E) array is rows h·L to h·L + L − 1
+// (a scalar is 1×1). A boolean file ('|b1') fills `truth` instead, one bool per element, and leaves
+// `values` empty.
+struct Array {
+    Shape shape;
+    Matrix values;
+    std::unique_ptr<bool[]> truth;
+    bool boolean() const { return truth != nullptr; }
+};
+
+// By extension: .npy (NumPy format 1.0 or 2.0, dtype <f4, <f8 or |b1, any rank, C order) or .csv (one
+// row per line, values separated by commas: a 2-D float array). Values must be finite and fit
+// float32. Only regular files are read: a directory, FIFO or device is refused before it is opened.
+Array read_array(const std::string& path, const ReadOptions& options = {});
+// The same, refusing anything but a 2-D float array ("q.npy: 3-D array; a matrix must be 2-D").
 Matrix read_matrix(const std::string& path, const ReadOptions& options = {});
 
 // The same readers on bytes already in memory; `name` is used in messages (and by the fuzzers).
+Array parse_npy_array(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
 Matrix parse_npy(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
 Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options = {});
 
-// A matrix as a .npy file: format 1.0, little-endian float32, C order. npy_header is the part
-// before the data.
-std::string npy_header(const Matrix& m);
-std::string npy_bytes(const Matrix& m);
+// Float values under a shape as a .npy file: format 1.0, little-endian float32, C order. npy_header
+// is the part before the data.
+std::string npy_header(const Shape& shape);
+std::string npy_bytes(const Matrix& m, const Shape& shape);
+std::string npy_bytes(const Matrix& m);  // its own 2-D shape
 
-// Writes every (path, matrix) as .npy, all or nothing (io/files.cpp); a null matrix means "remove
-// this file if it exists", in the same all-or-nothing step:
+// One file for write_npy_files: `values` read under `shape` (the matrix's own 2-D shape when none is
+// given; the counts must agree, else std::invalid_argument), or null values: remove the file.
+struct NpyOutput {
+    NpyOutput(std::string path, const Matrix* values);
+    NpyOutput(std::string path, const Matrix* values, Shape shape);
+    std::string path;
+    const Matrix* values;
+    Shape shape;
+};
+
+// Writes every file as .npy, all or nothing (io/files.cpp); null values mean "remove this file if
+// it exists", in the same all-or-nothing step:
 //  - each directory is opened once, and everything below happens relative to that descriptor, so a
 //    directory renamed or swapped for a symlink meanwhile is never written through;
 //  - one writer at a time per directory (an flock on the directory, held to the last rename), so a
@@ -83,7 +123,7 @@ std::string npy_bytes(const Matrix& m);
 //  - a target that exists and is not a regular file (a directory, say) is refused before anything
 //    is written.
 // On failure InputError names the file; no temporary is left behind.
-void write_npy_files(const std::vector<std::pair<std::string, const Matrix*>>& files);
+void write_npy_files(const std::vector<NpyOutput>& files);
 
 // Installs handlers for SIGINT, SIGQUIT, SIGTERM and SIGHUP that delete the temporaries of a write
 // in progress, then let the signal end the process as it would have; a signal ignored at start

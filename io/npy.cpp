@@ -1,4 +1,5 @@
-// io/npy.cpp — the NumPy .npy format: reading (1.0 and 2.0, float32 or float64) and writing (1.0, float32).
+// io/npy.cpp — the NumPy .npy format: reading (1.0 and 2.0, float32, float64 or boolean, any rank) and
+// writing (1.0, float32).
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -22,13 +23,15 @@ namespace {
 // Layout: the 6 bytes "\x93NUMPY", major and minor version bytes, the header length (2 bytes
 // little-endian in version 1.0, 4 bytes in 2.0), then the header: a Python dict literal such as
 //     {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
-// padded with spaces to a multiple of 64 bytes and ended by '\n'. The data follows, row-major.
+// padded with spaces to a multiple of 64 bytes and ended by '\n'. The data follows in C order (the
+// last index fastest).
 
 constexpr std::size_t max_header_bytes = 10000;  // as NumPy's own reader allows by default
 
 struct NpyHeader {
-    std::size_t item_bytes = 0;  // 4 (<f4) or 8 (<f8)
-    std::uint64_t rows = 0, cols = 0;
+    std::size_t item_bytes = 0;  // in the file: 4 (<f4), 8 (<f8) or 1 (|b1)
+    bool boolean = false;        // |b1
+    std::vector<std::uint64_t> dims;
     std::size_t data_offset = 0;
 };
 
@@ -69,14 +72,14 @@ public:
         NpyHeader h;
         if (descr == "<f4") h.item_bytes = 4;
         else if (descr == "<f8") h.item_bytes = 8;
+        else if (descr == "|b1") h.item_bytes = 1, h.boolean = true;
         else if (descr == ">f4" || descr == ">f8")
             fail(name_, "big-endian data ('" + descr + "') is not supported; use '<f4' or '<f8'");
-        else fail(name_, "dtype '" + descr + "' is not supported; use float32 ('<f4') or float64 ('<f8')");
+        else
+            fail(name_, "dtype '" + descr +
+                            "' is not supported; use float32 ('<f4'), float64 ('<f8') or, for a mask, bool ('|b1')");
         if (fortran) fail(name_, "Fortran (column-major) order is not supported; save a C-ordered array");
-        if (shape.size() != 2)
-            fail(name_, std::to_string(shape.size()) + "-D array; a matrix must be 2-D (rows, columns)");
-        h.rows = shape[0];
-        h.cols = shape[1];
+        h.dims = std::move(shape);
         return h;
     }
 
@@ -162,10 +165,59 @@ NpyHeader parse_header(std::string_view bytes, const std::string& name) {
     return h;
 }
 
-// Converts `count` items of `h.item_bytes` each into the matrix, starting at element `first`.
-void convert(const NpyHeader& h, const char* data, std::size_t first, std::size_t count, Matrix& m,
-             const std::string& name) {
+// The array a header describes, allocated and not yet filled: its size checked against the limit
+// first (a bool takes one byte in memory, a float four).
+Array allocate(const NpyHeader& h, const std::string& name, const ReadOptions& options) {
+    const std::uint64_t count = check_size(name, h.dims, h.boolean ? 1 : sizeof(float), options);
+    Array a;
+    a.shape.assign(h.dims.begin(), h.dims.end());  // each fits a size_t: check_size said so
+    if (h.boolean) {
+        a.truth = std::make_unique<bool[]>(std::size_t(count));
+        return a;
+    }
+    const std::size_t cols = a.shape.empty() ? 1 : a.shape.back();
+    std::size_t rows = 1;
+    for (std::size_t k = 0; k + 1 < a.shape.size(); ++k) rows *= a.shape[k];  // a prefix of count: fits
+    a.values = Matrix(rows, cols);
+    return a;
+}
+
+// Where element `index` (C order) of an array of this shape is, as a message says it: "row 2,
+// column 3" (from 1) in a matrix, NumPy's "[0, 2, 1]" (from 0) at any other rank.
+std::string position(const Shape& shape, std::size_t index) {
+    if (shape.size() == 2)
+        return "row " + std::to_string(index / shape[1] + 1) + ", column " + std::to_string(index % shape[1] + 1);
+    std::string text;
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        text = std::to_string(index % shape[k]) + (text.empty() ? "" : ", ") + text;
+        index /= shape[k];
+    }
+    return "index [" + text + "]";
+}
+
+// A float value that cannot be an input: NaN, or an infinity (−∞ allowed where the options say so).
+void check_value(const std::string& name, float v, const Array& a, std::size_t index, const ReadOptions& options) {
+    if (std::isfinite(v) || (options.minus_infinity && v < 0 && !std::isnan(v))) return;
+    const bool nan = std::isnan(v);
+    const std::size_t cols = a.values.cols();
+    const char* what = nan ? "NaN" : options.minus_infinity ? "+∞ (only −∞ masks a score)" : "an infinite value";
+    fail_cell(name, std::string(what) + " at " + position(a.shape, index), index / cols, index % cols,
+              nan ? CellError::Problem::nan : CellError::Problem::infinite);
+}
+
+// Converts `count` items of `h.item_bytes` each into the array, starting at element `first`.
+void convert(const NpyHeader& h, const char* data, std::size_t first, std::size_t count, Array& a,
+             const std::string& name, const ReadOptions& options) {
     for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t index = first + k;
+        if (h.boolean) {
+            const auto byte = static_cast<unsigned char>(data[k]);
+            if (byte > 1)
+                fail(name,
+                     "byte " + std::to_string(byte) + " at " + position(a.shape, index) + " is not a boolean (0 or 1)");
+            a.truth[index] = byte == 1;
+            continue;
+        }
         float v;
         if (h.item_bytes == 4) {
             std::memcpy(&v, data + 4 * k, 4);
@@ -176,10 +228,22 @@ void convert(const NpyHeader& h, const char* data, std::size_t first, std::size_
             if (std::isfinite(d) && !std::isfinite(v))
                 fail(name, "value " + std::to_string(d) + " does not fit in float32");
         }
-        const std::size_t index = first + k;
-        check_finite(name, v, index / m.cols(), index % m.cols());
-        m.data()[index] = v;
+        check_value(name, v, a, index, options);
+        a.values.data()[index] = v;
     }
+}
+
+std::uint64_t element_count(const Shape& shape) {
+    std::uint64_t count = 1;
+    for (const std::size_t d : shape) count *= d;  // checked when the header was read
+    return count;
+}
+
+// The writer's one precondition: the matrix holds exactly the values the shape counts.
+void check_count(const Matrix& m, const Shape& shape) {
+    if (element_count(shape) != m.size())
+        throw std::invalid_argument("npy_bytes: " + shape_string(m) + " values cannot be read as shape " +
+                                    shape_string(shape));
 }
 
 std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
@@ -190,7 +254,7 @@ std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
 
 }  // namespace
 
-Matrix io_checks::read_npy_file(const std::string& path, const ReadOptions& options) {
+Array io_checks::read_npy_file(const std::string& path, const ReadOptions& options) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
     const auto size = static_cast<std::uint64_t>(in.tellg());
@@ -198,36 +262,47 @@ Matrix io_checks::read_npy_file(const std::string& path, const ReadOptions& opti
     std::string prefix(static_cast<std::size_t>(std::min<std::uint64_t>(size, 12 + max_header_bytes)), '\0');
     if (!in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()))) fail(path, "read error");
     const NpyHeader h = parse_header(prefix, path);
-    check_size(path, h.rows, h.cols, options);
-    const std::uint64_t expected = checked_product(h.rows * h.cols, h.item_bytes, path);  // rows·cols checked above
+    Array a = allocate(h, path, options);
+    const std::uint64_t total = element_count(a.shape), expected = total * h.item_bytes;  // checked by allocate
     if (size < h.data_offset || size - h.data_offset != expected)
         fail(path, data_length_error(expected, size - h.data_offset));
-    Matrix m(h.rows, h.cols);
     in.seekg(static_cast<std::streamoff>(h.data_offset));
     std::vector<char> chunk(std::size_t{1} << 20);  // converted a MiB at a time, never the whole file twice
-    for (std::size_t done = 0, total = m.size(); done < total;) {
-        const std::size_t count = std::min(total - done, chunk.size() / h.item_bytes);
+    for (std::size_t done = 0; done < total;) {
+        const std::size_t count = std::min<std::size_t>(total - done, chunk.size() / h.item_bytes);
         if (!in.read(chunk.data(), static_cast<std::streamsize>(count * h.item_bytes))) fail(path, "read error");
-        convert(h, chunk.data(), done, count, m, path);
+        convert(h, chunk.data(), done, count, a, path, options);
         done += count;
     }
-    return m;
+    return a;
+}
+
+Matrix io_checks::matrix_of(Array a, const std::string& name) {
+    if (a.boolean()) fail(name, "boolean array ('|b1'); a matrix must be float32 ('<f4') or float64 ('<f8')");
+    if (a.shape.size() != 2)
+        fail(name, std::to_string(a.shape.size()) + "-D array; a matrix must be 2-D (rows, columns)");
+    return std::move(a.values);
+}
+
+Array parse_npy_array(std::string_view bytes, const std::string& name, const ReadOptions& options) {
+    const NpyHeader h = parse_header(bytes, name);
+    Array a = allocate(h, name, options);
+    const std::uint64_t total = element_count(a.shape), expected = total * h.item_bytes;  // checked by allocate
+    const std::uint64_t found = bytes.size() - h.data_offset;
+    if (found != expected) fail(name, data_length_error(expected, found));
+    convert(h, bytes.data() + h.data_offset, 0, std::size_t(total), a, name, options);
+    return a;
 }
 
 Matrix parse_npy(std::string_view bytes, const std::string& name, const ReadOptions& options) {
-    const NpyHeader h = parse_header(bytes, name);
-    check_size(name, h.rows, h.cols, options);
-    const std::uint64_t expected = checked_product(h.rows * h.cols, h.item_bytes, name);  // rows·cols checked above
-    const std::uint64_t found = bytes.size() - h.data_offset;
-    if (found != expected) fail(name, data_length_error(expected, found));
-    Matrix m(h.rows, h.cols);
-    convert(h, bytes.data() + h.data_offset, 0, m.size(), m, name);
-    return m;
+    return matrix_of(parse_npy_array(bytes, name, options), name);
 }
 
-std::string npy_header(const Matrix& m) {
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
-                         std::to_string(m.cols()) + "), }";
+std::string npy_header(const Shape& shape) {
+    std::string dims;
+    for (std::size_t k = 0; k < shape.size(); ++k) dims += (k ? ", " : "") + std::to_string(shape[k]);
+    if (shape.size() == 1) dims += ",";
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
     const std::size_t preamble = 10;  // magic, version, 2-byte length
     header.append(64 - (preamble + header.size() + 1) % 64, ' ');
     header += '\n';
@@ -237,8 +312,20 @@ std::string npy_header(const Matrix& m) {
     return out + header;
 }
 
-std::string npy_bytes(const Matrix& m) {
-    return npy_header(m).append(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float));
+std::string npy_bytes(const Matrix& m, const Shape& shape) {
+    check_count(m, shape);
+    return npy_header(shape).append(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float));
+}
+
+std::string npy_bytes(const Matrix& m) { return npy_bytes(m, {m.rows(), m.cols()}); }
+
+NpyOutput::NpyOutput(std::string path, const Matrix* values) : path(std::move(path)), values(values) {
+    if (values) shape = {values->rows(), values->cols()};
+}
+
+NpyOutput::NpyOutput(std::string path, const Matrix* values, Shape shape)
+    : path(std::move(path)), values(values), shape(std::move(shape)) {
+    if (values) check_count(*values, this->shape);
 }
 
 }  // namespace attn

@@ -3,18 +3,22 @@
 
 #include <algorithm>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
 #include "attention/worked_example.hpp"
+#include "check_close.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 #include "matrix/random.hpp"
+#include "reference.hpp"
 #include "run_attn.hpp"
 #include "simd/simd.hpp"
 #include "temp_dir.hpp"
@@ -23,6 +27,7 @@
 using attn::random_matrix;
 
 using Catch::Contains;
+using Catch::StartsWith;
 
 namespace {
 
@@ -517,4 +522,280 @@ TEST_CASE("attn walk --dtype bf16 shows the worked example's O in bfloat16 and c
     const RunResult json = run_attn("walk --dtype bf16 --format json");
     CHECK(json.status == 2);
     CHECK_THAT(json.err, Contains("attn: error: walk: --dtype bf16 is shown as text only"));
+}
+
+// ---- attn run on heads: 3-D (H, L, E) and 4-D (B, H, L, E) files, masks, causal L ≠ S ------------
+
+namespace {
+
+// Writes `m` (its rows the C order of `shape`) as a .npy file of that shape; returns its path.
+std::string nd_file(const TempDir& dir, const std::string& name, const attn::Matrix& m, const attn::Shape& shape) {
+    attn::write_npy_files({{dir.at(name), &m, shape}});
+    return dir.at(name);
+}
+
+// A boolean .npy file ('|b1', one byte each, C order), as NumPy writes one; returns its path.
+std::string bool_file(const TempDir& dir, const std::string& name, const attn::Shape& shape,
+                      const std::vector<bool>& values) {
+    std::string bytes = attn::npy_header(shape);
+    bytes.replace(bytes.find("'<f4'"), 5, "'|b1'");
+    for (const bool v : values) bytes += v ? '\1' : '\0';
+    return dir.text(name, bytes);
+}
+
+// Head i of a stack of heads of `rows` rows each (the rows of an N-D array's matrix), as a matrix.
+attn::Matrix head(const attn::Matrix& stack, std::size_t i, std::size_t rows) {
+    return attn::Matrix::borrow(stack.data() + i * rows * stack.cols(), rows, stack.cols());
+}
+
+attn::Array read_out(const std::string& dir, const std::string& name) { return attn::read_array(dir + "/" + name); }
+
+// softmax(Q·Kᵀ/√E + bias)·V in double, bias(i, j) −∞ where key j is masked; a row that no key may
+// attend gives 0 — the semantics attn run documents, computed without the library.
+reference::Mat masked_reference(const attn::Matrix& Q, const attn::Matrix& K, const attn::Matrix& V,
+                                const std::function<double(std::size_t, std::size_t)>& bias) {
+    reference::Mat out(Q.rows(), std::vector<double>(V.cols(), 0.0));
+    for (std::size_t i = 0; i < Q.rows(); ++i) {
+        std::vector<double> s(K.rows());
+        double top = -INFINITY, total = 0.0;
+        for (std::size_t j = 0; j < K.rows(); ++j) {
+            double dot = 0.0;
+            for (std::size_t p = 0; p < Q.cols(); ++p) dot += double(Q(i, p)) * K(j, p);
+            top = std::max(top, s[j] = dot / std::sqrt(double(Q.cols())) + bias(i, j));
+        }
+        if (top == -INFINITY) continue;  // fully masked: 0
+        for (double& x : s) total += (x = std::exp(x - top));
+        for (std::size_t j = 0; j < K.rows(); ++j)
+            for (std::size_t c = 0; c < V.cols(); ++c) out[i][c] += s[j] / total * V(j, c);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("attn run on 4-D and 3-D files writes, head by head, the bits of 2-D runs; GQA and causal L ≠ S",
+          "[cli][run][heads]") {
+    std::mt19937 rng(54);
+    const TempDir dir;
+    const std::size_t B = 2, H = 4, H_kv = 2, L = 5, S = 7, E = 4, E_v = 3, G = H / H_kv;
+    const attn::Matrix Q = random_matrix(B * H * L, E, rng), K = random_matrix(B * H_kv * S, E, rng),
+                       V = random_matrix(B * H_kv * S, E_v, rng), dO = random_matrix(B * H * L, E_v, rng);
+    const std::string four = "run --causal --q " + nd_file(dir, "q.npy", Q, {B, H, L, E}) + " --k " +
+                             nd_file(dir, "k.npy", K, {B, H_kv, S, E}) + " --v " +
+                             nd_file(dir, "v.npy", V, {B, H_kv, S, E_v}) + " --grad-output " +
+                             nd_file(dir, "do.npy", dO, {B, H, L, E_v});
+    // batch 0 alone, as 3-D files
+    const std::string three = "run --causal --q " + nd_file(dir, "q3.npy", head(Q, 0, H * L), {H, L, E}) + " --k " +
+                              nd_file(dir, "k3.npy", head(K, 0, H_kv * S), {H_kv, S, E}) + " --v " +
+                              nd_file(dir, "v3.npy", head(V, 0, H_kv * S), {H_kv, S, E_v}) + " --grad-output " +
+                              nd_file(dir, "do3.npy", head(dO, 0, H * L), {H, L, E_v});
+    for (const std::string backend : {"naive", "simd", "parallel", "fused"}) {
+        INFO("backend " << backend);
+        const std::string out = dir.at(backend);
+        const RunResult r = run_attn(four + " --backend " + backend + " --out " + out);
+        REQUIRE(r.status == 0);
+        CHECK_THAT(r.out, Contains("output.npy (2×4×5×3)") && Contains("grad_k.npy (2×2×7×4)"));
+        const attn::Array O = read_out(out, "output.npy"), dQ = read_out(out, "grad_q.npy"),
+                          dK = read_out(out, "grad_k.npy"), dV = read_out(out, "grad_v.npy");
+        CHECK(O.shape == attn::Shape{B, H, L, E_v});
+        CHECK(dV.shape == attn::Shape{B, H_kv, S, E_v});
+        const bool has_alpha = backend != "fused";
+        CHECK(std::filesystem::exists(out + "/attn.npy") == has_alpha);
+        std::vector<attn::Matrix> dK_sum(B * H_kv, attn::Matrix(S, E)), dV_sum(B * H_kv, attn::Matrix(S, E_v));
+        for (std::size_t i = 0; i < B * H; ++i) {  // query head i = (b, h) reads key/value head b·H_kv + h / G
+            INFO("head " << i);
+            const std::size_t kv = i / H * H_kv + i % H / G;
+            const std::string one = dir.at(backend + std::to_string(i));
+            const RunResult single =
+                run_attn("run --causal --backend " + backend + " --q " + dir.file("q_.npy", head(Q, i, L)) + " --k " +
+                         dir.file("k_.npy", head(K, kv, S)) + " --v " + dir.file("v_.npy", head(V, kv, S)) +
+                         " --grad-output " + dir.file("do_.npy", head(dO, i, L)) + " --out " + one);
+            REQUIRE(single.status == 0);
+            CHECK(head(O.values, i, L) == attn::read_matrix(one + "/output.npy"));
+            if (has_alpha) CHECK(head(read_out(out, "attn.npy").values, i, L) == attn::read_matrix(one + "/attn.npy"));
+            CHECK(head(dQ.values, i, L) == attn::read_matrix(one + "/grad_q.npy"));
+            attn::add_in_place(dK_sum[kv], attn::read_matrix(one + "/grad_k.npy"));
+            attn::add_in_place(dV_sum[kv], attn::read_matrix(one + "/grad_v.npy"));
+        }
+        for (std::size_t kv = 0; kv < B * H_kv; ++kv) {  // a shared head's gradient: its group's sum
+            check_close(head(dK.values, kv, S), dK_sum[kv], 1e-6, 1e-6);
+            check_close(head(dV.values, kv, S), dV_sum[kv], 1e-6, 1e-6);
+        }
+        const RunResult r3 = run_attn(three + " --backend " + backend + " --out " + out + "3");
+        REQUIRE(r3.status == 0);
+        const attn::Array O3 = read_out(out + "3", "output.npy");
+        CHECK(O3.shape == attn::Shape{H, L, E_v});
+        CHECK(O3.values == head(O.values, 0, H * L));
+        CHECK(read_out(out + "3", "grad_k.npy").shape == attn::Shape{H_kv, S, E});
+    }
+}
+
+TEST_CASE("attn run prints the shapes it understood, then each head under its own heading", "[cli][run][heads]") {
+    std::mt19937 rng(55);
+    const TempDir dir;
+    const attn::Matrix Q = random_matrix(2 * 4 * 3, 5, rng), K = random_matrix(2 * 2 * 6, 5, rng),
+                       V = random_matrix(2 * 2 * 6, 2, rng);
+    const std::string args = "run --q " + nd_file(dir, "q.npy", Q, {2, 4, 3, 5}) + " --k " +
+                             nd_file(dir, "k.npy", K, {2, 2, 6, 5}) + " --v " + nd_file(dir, "v.npy", V, {2, 2, 6, 2}) +
+                             " --mask " + bool_file(dir, "m.npy", {1, 6}, {true, true, true, true, false, false});
+    const RunResult r = run_attn(args);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, StartsWith("Q " + dir.at("q.npy") + ": 2 batches × 4 heads × 3 tokens × 5\n" + "K " +
+                                 dir.at("k.npy") + ": 2 batches × 2 heads × 6 tokens × 5\n" + "V " + dir.at("v.npy") +
+                                 ": 2 batches × 2 heads × 6 tokens × 2\n" + "mask " + dir.at("m.npy") +
+                                 ": boolean 1×6, broadcast to the scores 2×4×3×6 (B, H, L, S)\n" +
+                                 "4 query heads share 2 key/value heads\n"));
+    REQUIRE(run_attn(args + " --out " + dir.at("o")).status == 0);
+    const attn::Array O = read_out(dir.at("o"), "output.npy"), alpha = read_out(dir.at("o"), "attn.npy");
+    check_matches(matrix_after(r.out, "output O, batch 1, head 2 (3×2)"), head(O.values, 6, 3), 5e-5);
+    check_matches(matrix_after(r.out, "attention weights α, batch 0, head 3 (3×6)"), head(alpha.values, 3, 3), 5e-5);
+    CHECK(matrix_after(r.out, "attention weights α, batch 0, head 3")[1][5] == 0.0f);  // masked key
+    const RunResult three = run_attn("run --q " + nd_file(dir, "q3.npy", head(Q, 0, 12), {4, 3, 5}) + " --k " +
+                                     nd_file(dir, "k3.npy", head(K, 0, 6), {1, 6, 5}) + " --v " +
+                                     nd_file(dir, "v3.npy", head(V, 0, 6), {1, 6, 2}) + " --backend fused");
+    REQUIRE(three.status == 0);
+    CHECK_THAT(three.out, Contains(": 4 heads × 3 tokens × 5\n") && Contains("4 query heads share 1 key/value head\n"));
+    CHECK_THAT(three.out, Contains("output O, head 3 (3×2)") && !Contains("batch"));
+    CHECK_THAT(three.out, Contains("not formed by the fused backend"));
+    const RunResult grads =
+        run_attn("run --q " + dir.at("q3.npy") + " --k " + dir.at("k3.npy") + " --v " + dir.at("v3.npy") +
+                 " --grad-output " + nd_file(dir, "do3.npy", random_matrix(12, 2, rng), {4, 3, 2}));
+    REQUIRE(grads.status == 0);
+    CHECK_THAT(grads.out, Contains("dO " + dir.at("do3.npy") + ": 4 heads × 3 tokens × 2\n") &&
+                              Contains("gradient dQ = ∂L/∂Q, head 3 (3×5)") &&
+                              Contains("gradient dK = ∂L/∂K, head 0 (6×5)") && !Contains("∂L/∂K, head 1"));
+    const RunResult two = run_attn("run --q " + dir.file("q2.npy", head(Q, 0, 3)) + " --k " +
+                                   dir.file("k2.npy", head(K, 0, 6)) + " --v " + dir.file("v2.npy", head(V, 0, 6)));
+    CHECK_THAT(two.out, StartsWith("Q " + dir.at("q2.npy") + ": 3 tokens × 5\n"));
+    CHECK_THAT(two.out, Contains("output O (3×2)") && !Contains("share"));
+    const RunResult help = run_attn("run --help");
+    CHECK_THAT(help.out, Contains("4-D (B, H, L, E)") && Contains("--mask M ") && Contains("aligned top-left"));
+}
+
+TEST_CASE("attn run --mask: boolean and additive masks broadcast as NumPy does, head by head as 2-D runs",
+          "[cli][run][heads][mask]") {
+    std::mt19937 rng(56);
+    const TempDir dir;
+    const std::size_t B = 2, H = 2, L = 4, S = 6, E = 3;
+    const attn::Matrix Q = random_matrix(B * H * L, E, rng), K = random_matrix(B * H * S, E, rng),
+                       V = random_matrix(B * H * S, E, rng);
+    std::vector<bool> allowed(L * S);
+    for (std::size_t k = 0; k < allowed.size(); ++k) allowed[k] = k / S != 2 && (k % 3 != 1);  // query 2: no key
+    const std::string bool_mask = bool_file(dir, "b.npy", {L, S}, allowed);
+    attn::Matrix bias = random_matrix(B, S, rng);  // (B, 1, 1, S): a padding mask with biases
+    bias(1, S - 1) = attn::neg_inf;
+    bias(1, S - 2) = attn::neg_inf;
+    const std::string float_mask = nd_file(dir, "f.npy", bias, {B, 1, 1, S});
+    const std::string core = "run --q " + nd_file(dir, "q.npy", Q, {B, H, L, E}) + " --k " +
+                             nd_file(dir, "k.npy", K, {B, H, S, E}) + " --v " + nd_file(dir, "v.npy", V, {B, H, S, E});
+    for (const std::string backend : {"naive", "parallel", "fused"}) {
+        INFO("backend " << backend);
+        REQUIRE(run_attn(core + " --backend " + backend + " --mask " + bool_mask + " --out " + dir.at("b")).status ==
+                0);
+        REQUIRE(run_attn(core + " --backend " + backend + " --mask " + float_mask + " --out " + dir.at("f")).status ==
+                0);
+        const attn::Matrix Ob = read_out(dir.at("b"), "output.npy").values,
+                           Of = read_out(dir.at("f"), "output.npy").values;
+        for (std::size_t i = 0; i < B * H; ++i) {
+            INFO("head " << i);
+            const std::string one = " --backend " + backend + " --q " + dir.file("q_.npy", head(Q, i, L)) + " --k " +
+                                    dir.file("k_.npy", head(K, i, S)) + " --v " + dir.file("v_.npy", head(V, i, S));
+            REQUIRE(run_attn("run" + one + " --mask " + bool_mask + " --out " + dir.at("b1")).status == 0);
+            CHECK(head(Ob, i, L) == attn::read_matrix(dir.at("b1/output.npy")));
+            const attn::Matrix row = head(bias, i / H, 1);  // (1, S), broadcast over the queries
+            REQUIRE(run_attn("run" + one + " --mask " + dir.file("r.npy", row) + " --out " + dir.at("f1")).status == 0);
+            CHECK(head(Of, i, L) == attn::read_matrix(dir.at("f1/output.npy")));
+            check_close(head(Ob, i, L), masked_reference(head(Q, i, L), head(K, i, S), head(V, i, S),
+                                                         [&](std::size_t q, std::size_t k) {
+                                                             return allowed[q * S + k] ? 0.0 : -INFINITY;
+                                                         }));
+            check_close(head(Of, i, L),
+                        masked_reference(head(Q, i, L), head(K, i, S), head(V, i, S),
+                                         [&](std::size_t, std::size_t k) { return double(row(0, k)); }));
+            for (std::size_t c = 0; c < E; ++c) CHECK(head(Ob, i, L)(2, c) == 0.0f);  // no key may attend: 0
+        }
+    }
+}
+
+TEST_CASE("attn run --causal with L ≠ S: query i sees keys j ≤ i, aligned top-left", "[cli][run][heads][mask]") {
+    std::mt19937 rng(57);
+    const TempDir dir;
+    for (const auto& [L, S] : {std::pair<std::size_t, std::size_t>{3, 5}, {5, 3}}) {
+        INFO(L << " queries, " << S << " keys");
+        const attn::Matrix Q = random_matrix(L, 4, rng), K = random_matrix(S, 4, rng), V = random_matrix(S, 2, rng);
+        const std::string files =
+            " --q " + dir.file("q.npy", Q) + " --k " + dir.file("k.npy", K) + " --v " + dir.file("v.npy", V);
+        for (const std::string backend : {"naive", "simd", "parallel", "fused"}) {
+            INFO("backend " << backend);
+            REQUIRE(run_attn("run --causal --backend " + backend + files + " --out " + dir.at("o")).status == 0);
+            check_close(
+                attn::read_matrix(dir.at("o/output.npy")),
+                masked_reference(Q, K, V, [](std::size_t i, std::size_t j) { return j <= i ? 0.0 : -INFINITY; }));
+        }
+        REQUIRE(run_attn("run --causal --backend naive" + files + " --out " + dir.at("o")).status == 0);
+        const attn::Matrix alpha = attn::read_matrix(dir.at("o/attn.npy"));
+        for (std::size_t i = 0; i < L; ++i)
+            for (std::size_t j = 0; j < S; ++j) CHECK((alpha(i, j) == 0.0f) == (j > i));
+    }
+}
+
+TEST_CASE("attn run refuses heads that do not fit together, with exit 2, the files and shapes, nothing written",
+          "[cli][run][heads][errors]") {
+    std::mt19937 rng(58);
+    const TempDir dir;
+    const auto file = [&](const std::string& name, const attn::Shape& shape) {
+        std::size_t rows = 1;
+        for (std::size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
+        return nd_file(dir, name, random_matrix(rows, shape.back(), rng), shape);
+    };
+    const std::string q = file("q.npy", {2, 3, 4}), k = file("k.npy", {2, 5, 4}), v = file("v.npy", {2, 5, 3});
+    const std::string q2 = file("q2.npy", {4, 4}), k2 = file("k2.npy", {5, 4}), v2 = file("v2.npy", {5, 3});
+    const std::string out = dir.at("out");
+    const auto check_refused = [&](const std::string& args, const std::string& message) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args + " --out " + out);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err == "attn: error: " + message + "\n");
+        CHECK_FALSE(std::filesystem::exists(out));
+    };
+    check_refused("run --q " + q + " --k " + k2 + " --v " + v,
+                  q + " (2×3×4) is 3-D and " + k2 + " (5×4) is 2-D: K must have the rank of Q");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --grad-output " + file("do.npy", {6, 3}),
+                  q + " (2×3×4) is 3-D and " + dir.at("do.npy") + " (6×3) is 2-D: dO must have the output's rank");
+    const std::string five = file("q5.npy", {1, 1, 2, 3, 4});
+    check_refused("run --q " + five + " --k " + five + " --v " + five,
+                  five + " (1×1×2×3×4): 5-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
+    const std::string one = file("q1.npy", {4});
+    check_refused("run --q " + one + " --k " + one + " --v " + one,
+                  one + " (4): 1-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
+    const std::string bits = bool_file(dir, "bits.npy", {2, 4}, std::vector<bool>(8, true));
+    check_refused("run --q " + bits + " --k " + k2 + " --v " + v2,
+                  bits + " (2×4): a boolean array; Q must be float32 or float64 (only --mask may be boolean)");
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --mask " +
+                      bool_file(dir, "m.npy", {3, 4}, std::vector<bool>(12, true)),
+                  dir.at("m.npy") +
+                      " (3×4): the mask does not broadcast to the scores 2×3×5 (H, L, S): aligned "
+                      "from the right, each of its dimensions must be 1 or the scores' own");
+    check_refused("run --q " + q2 + " --k " + k2 + " --v " + v2 + " --mask " + file("m4.npy", {1, 1, 4, 5}),
+                  dir.at("m4.npy") +
+                      " (1×1×4×5): the mask does not broadcast to the scores 4×5 (L, S): aligned "
+                      "from the right, each of its dimensions must be 1 or the scores' own");
+    check_refused("run --x " + q2 + " --wq " + q2 + " --wk " + q2 + " --wv " + q2 + " --mask " + file("m2.npy", {4, 4}),
+                  "run: --mask applies to the scores of --q/--k/--v, not to the --x layer form");
+    check_refused("run --x " + q + " --wq " + q2 + " --wk " + q2 + " --wv " + q2,
+                  q + " (2×3×4): 3-D; the --x layer form reads 2-D matrices (for heads, give --q, --k and --v)");
+    // what the library checks: told after the files, each operand named by its file and shape
+    const std::string k3 = file("k3.npy", {3, 5, 4}), v3 = file("v3.npy", {3, 5, 3});
+    const RunResult groups =
+        run_attn("run --q " + file("q4.npy", {4, 3, 4}) + " --k " + k3 + " --v " + v3 + " --out " + out);
+    CHECK(groups.status == 2);
+    CHECK_THAT(groups.err, StartsWith("attn: error: " + dir.at("q4.npy") + ", " + k3 + ", " + v3 + ": ") &&
+                               Contains("multiple") && Contains(k3 + " (1×3×5×4)"));
+    CHECK_FALSE(std::filesystem::exists(out));
+    const RunResult widths =
+        run_attn("run --q " + q + " --k " + k + " --v " + file("v6.npy", {2, 6, 3}) + " --out " + out);
+    CHECK(widths.status == 2);
+    CHECK_THAT(widths.err, Contains(dir.at("v6.npy") + " (1×2×6×3)"));
+    CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -405,3 +405,43 @@ TEST_CASE("attn --version reports the threads a parallel region gets, OMP_THREAD
     CHECK_THAT(run_attn("--version", "OMP_NUM_THREADS=4 OMP_THREAD_LIMIT=2").out, Contains("openmp: 2 threads\n"));
     CHECK_THAT(run_attn("--version", "OMP_NUM_THREADS=3").out, Contains("openmp: 3 threads\n"));
 }
+
+TEST_CASE("attn run on heads: --max-memory charges every head and the mask before any work; crafted N-D headers",
+          "[cli][limits][heads]") {
+    const TempDir dir;
+    const auto nd = [&](const std::string& name, const Matrix& m, const attn::Shape& shape) {
+        attn::write_npy_files({{dir.at(name), &m, shape}});
+        return dir.at(name);
+    };
+    // 8 heads of 512 queries: α is 8 MiB for all of them, the inputs 384 KiB
+    const std::string q = nd("q.npy", Matrix(8 * 512, 8, 0.25f), {1, 8, 512, 8});
+    const std::string core = "run --q " + q + " --k " + q + " --v " + q + " --max-memory 4M";
+    const RunResult refused = run_attn(core + " --out " + dir.at("out"));
+    check_refused(refused, "--max-memory limit of 4 MiB");
+    CHECK_THAT(refused.err, Contains(q + ", " + q + ", " + q + ": "));
+    CHECK(!std::filesystem::exists(dir.at("out")));
+    CHECK(run_attn(core + " --backend fused --out " + dir.at("out")).status == 0);  // no α: it fits
+    // the backward of every head is charged too: where the forward fits and its gradients do not,
+    // the run is refused and nothing is written (one thread: the kernels' scratch is charged per thread)
+    const std::string fused = "run --q " + q + " --k " + q + " --v " + q + " --backend fused --max-memory 1500K";
+    CHECK(run_attn(fused + " --out " + dir.at("forward"), "OMP_NUM_THREADS=1").status == 0);
+    check_refused(run_attn(fused + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"),
+                  "more than the --max-memory limit");
+    CHECK(!std::filesystem::exists(dir.at("grad")));
+    // a mask is charged as it is read, a byte per bool (as floats it would need 8 MiB)
+    std::string bits = attn::npy_header({1, 8, 512, 512});
+    bits.replace(bits.find("'<f4'"), 5, "'|b1'");
+    const std::string mask = dir.text("m.npy", bits + std::string(8 * 512 * 512, '\1'));
+    check_refused(
+        run_attn("run --q " + q + " --k " + q + " --v " + q + " --max-memory 2M --backend fused --mask " + mask),
+        mask + ": shape (1, 8, 512, 512) needs 2 MiB, more than the --max-memory limit");
+    // zero-width heads claiming 2⁴⁸ of them hold no data, and are refused by their width, not allocated
+    const std::string huge = nd("h.npy", Matrix(0, 0), {65536, 65536, 65536, 0});
+    check_refused(run_attn("run --q " + huge + " --k " + huge + " --v " + huge + " --out " + dir.at("h")), "E = 0");
+    CHECK(!std::filesystem::exists(dir.at("h")));
+    // a malformed N-D header is refused by the reader, naming the file
+    std::string header = attn::npy_header({2, 3, 4});
+    header[header.find('(')] = '?';
+    const std::string bad = dir.text("bad.npy", header);
+    check_refused(run_attn("run --q " + bad + " --k " + q + " --v " + q), "bad.npy: malformed header");
+}

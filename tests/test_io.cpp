@@ -29,13 +29,27 @@ void check_grid(const Matrix& m, std::size_t rows, std::size_t cols) {
         for (std::size_t j = 0; j < cols; ++j) CHECK(m(i, j) == float(i * cols + j) / 8.0f - 1.0f);
 }
 
-// A .npy file's bytes with the header given literally (format 1.0) and `data_bytes` bytes of data.
-std::string npy_with_header(const std::string& header, std::size_t data_bytes) {
+// A .npy file's bytes with the header given literally (format 1.0), then `data`.
+std::string npy_with_data(const std::string& header, const std::string& data) {
     std::string h = header + "\n";
     std::string out("\x93NUMPY\x01\x00", 8);
     out += static_cast<char>(h.size() & 0xFF);
     out += static_cast<char>(h.size() >> 8);
-    return out + h + std::string(data_bytes, '\0');
+    return out + h + data;
+}
+// The same with `data_bytes` zero bytes of data.
+std::string npy_with_header(const std::string& header, std::size_t data_bytes) {
+    return npy_with_data(header, std::string(data_bytes, '\0'));
+}
+
+// The bytes of these values as NumPy stores them: float32 or float64, little-endian.
+template <class T>
+std::string raw_bytes(const std::vector<T>& values) {
+    return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
+}
+
+std::string header_of(const std::string& descr, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
 }
 
 // The InputError a reader raises on these bytes (named t.npy or t.csv), or "(no error)".
@@ -50,6 +64,15 @@ std::string reader_error(bool csv, const std::string& bytes, const attn::ReadOpt
 }
 std::string error_of(const std::string& bytes, const attn::ReadOptions& options = {}) {
     return reader_error(false, bytes, options);
+}
+// The InputError of the N-D reader on these bytes (named m.npy), or "(no error)".
+std::string array_error(const std::string& bytes, const attn::ReadOptions& options = {}) {
+    try {
+        attn::parse_npy_array(bytes, "m.npy", options);
+    } catch (const attn::InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
 }
 std::string csv_error_of(const std::string& text, const attn::ReadOptions& options = {}) {
     return reader_error(true, text, options);
@@ -170,4 +193,128 @@ TEST_CASE("read_matrix names missing files and unknown extensions", "[io][errors
     CHECK_THROWS_WITH(attn::read_matrix("/nonexistent/q.npy"), Contains("/nonexistent/q.npy: cannot open"));
     CHECK_THROWS_WITH(attn::read_matrix("/nonexistent/q.csv"), Contains("/nonexistent/q.csv: cannot open"));
     CHECK_THROWS_WITH(attn::read_matrix("q.txt"), Contains("q.txt: unknown file type; use .npy or .csv"));
+}
+
+TEST_CASE("arrays of any rank read in C order: 3-D float32, 4-D float64, a scalar and 1-D", "[io][npy][heads]") {
+    std::vector<float> f4(24);
+    for (std::size_t k = 0; k < f4.size(); ++k) f4[k] = float(k) / 4.0f - 2.0f;
+    const attn::Array three =
+        attn::parse_npy_array(npy_with_data(header_of("<f4", "(2, 3, 4)"), raw_bytes(f4)), "h.npy");
+    CHECK(three.shape == attn::Shape{2, 3, 4});
+    CHECK_FALSE(three.boolean());
+    REQUIRE(three.values.rows() == 6);  // (2·3) rows of the last dimension
+    REQUIRE(three.values.cols() == 4);
+    CHECK(three.values(4, 1) == f4[4 * 4 + 1]);  // element [1, 1, 1]
+    std::vector<double> f8(24);
+    for (std::size_t k = 0; k < f8.size(); ++k) f8[k] = double(k) * 0.5;
+    const attn::Array four =
+        attn::parse_npy_array(npy_with_data(header_of("<f8", "(1, 2, 3, 4)"), raw_bytes(f8)), "b.npy");
+    CHECK(four.shape == attn::Shape{1, 2, 3, 4});
+    CHECK(four.values.rows() == 6);
+    CHECK(four.values(5, 3) == 11.5f);  // element [0, 1, 2, 3], the last: 23 · 0.5
+    const attn::Array scalar =
+        attn::parse_npy_array(npy_with_data(header_of("<f4", "()"), raw_bytes(std::vector{1.5f})), "s.npy");
+    CHECK(scalar.shape.empty());
+    CHECK(scalar.values == Matrix{{1.5f}});
+    const attn::Array row = attn::parse_npy_array(
+        npy_with_data(header_of("<f4", "(3,)"), raw_bytes(std::vector{1.0f, 2.0f, 3.0f})), "r.npy");
+    CHECK(row.shape == attn::Shape{3});
+    CHECK(row.values == Matrix{{1.0f, 2.0f, 3.0f}});
+    CHECK(attn::shape_string(four.shape) == "1×2×3×4");
+    CHECK(attn::shape_string(scalar.shape) == "scalar");
+}
+
+TEST_CASE("N-D arrays written by the project read back bit-exact with their shape", "[io][npy][heads]") {
+    std::mt19937 rng(33);
+    const Matrix m = random_matrix(2 * 3 * 5, 4, rng);
+    for (const attn::Shape& shape : {attn::Shape{30, 4}, attn::Shape{6, 5, 4}, attn::Shape{2, 3, 5, 4}}) {
+        INFO(attn::shape_string(shape));
+        const attn::Array a = attn::parse_npy_array(attn::npy_bytes(m, shape), "m.npy");
+        CHECK(a.shape == shape);
+        CHECK(a.values == m);
+    }
+    CHECK_THROWS_AS(attn::npy_bytes(m, {2, 3, 4, 4}), std::invalid_argument);  // 96 values, not 120
+    CHECK_THROWS_AS(attn::NpyOutput("x.npy", &m, {7, 4}), std::invalid_argument);
+    const auto dir = std::filesystem::temp_directory_path() / ("attn-io-nd-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    attn::write_npy_files({{(dir / "o.npy").string(), &m, {2, 3, 5, 4}}, {(dir / "p.npy").string(), &m}});
+    const attn::Array o = attn::read_array((dir / "o.npy").string());
+    CHECK(o.shape == attn::Shape{2, 3, 5, 4});
+    CHECK(o.values == m);
+    CHECK(attn::read_array((dir / "p.npy").string()).shape == attn::Shape{30, 4});
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("boolean arrays ('|b1') read as bools; any byte but 0 or 1 is refused", "[io][npy][heads]") {
+    const std::string bits("\x01\x00\x00\x01\x01\x01", 6);
+    const attn::Array mask = attn::parse_npy_array(npy_with_data(header_of("|b1", "(1, 2, 3)"), bits), "m.npy");
+    REQUIRE(mask.boolean());
+    CHECK(mask.shape == attn::Shape{1, 2, 3});
+    CHECK(mask.values.empty());
+    for (std::size_t k = 0; k < bits.size(); ++k) CHECK(mask.truth[k] == (bits[k] == 1));
+    std::string two = bits;
+    two[4] = 2;
+    CHECK_THAT(error_of(npy_with_data(header_of("|b1", "(1, 2, 3)"), two)),
+               Contains("t.npy: byte 2 at index [0, 1, 1] is not a boolean (0 or 1)"));
+    // a bool takes one byte of the limit, a float four
+    attn::ReadOptions hundred;
+    hundred.max_bytes = 100;
+    CHECK(array_error(npy_with_header(header_of("|b1", "(10, 10)"), 100), hundred) == "(no error)");
+    CHECK_THAT(array_error(npy_with_header(header_of("<f4", "(5, 5, 2)"), 200), hundred),
+               Contains("shape (5, 5, 2) needs 200 bytes, more than the --max-memory limit of 100 bytes"));
+    // a matrix is float: a boolean or 3-D file is refused where a matrix is read
+    CHECK_THAT(error_of(npy_with_data(header_of("|b1", "(2, 3)"), bits)),
+               Contains("t.npy: boolean array ('|b1'); a matrix must be float32 ('<f4') or float64 ('<f8')"));
+}
+
+TEST_CASE("−∞ is read only where the options allow it (an additive mask); NaN and +∞ never", "[io][npy][heads]") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::string minus =
+        npy_with_data(header_of("<f4", "(2, 1, 3)"), raw_bytes(std::vector{0.f, 0.f, 0.f, 1.f, -inf, 2.f}));
+    attn::ReadOptions mask;
+    mask.minus_infinity = true;
+    CHECK(attn::parse_npy_array(minus, "m.npy", mask).values(1, 1) == -inf);
+    CHECK_THAT(array_error(minus), Contains("m.npy: an infinite value at index [1, 0, 1]"));
+    const std::string plus = npy_with_data(header_of("<f4", "(3,)"), raw_bytes(std::vector{0.f, inf, 0.f}));
+    CHECK_THAT(array_error(plus, mask), Contains("m.npy: +∞ (only −∞ masks a score) at index [1]"));
+    const std::string nan = npy_with_data(header_of("<f8", "(1, 1, 1, 2)"),
+                                          raw_bytes(std::vector{0.0, std::numeric_limits<double>::quiet_NaN()}));
+    CHECK_THAT(array_error(nan, mask), Contains("m.npy: NaN at index [0, 0, 0, 1]"));
+}
+
+TEST_CASE("malformed N-D headers are refused with the reason", "[io][npy][heads][errors]") {
+    const std::pair<std::string, std::string> bad_headers[] = {
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 4}", "malformed header: expected ')'"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3, 4), }", "shape must be a tuple of whole numbers"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,, 4), }", "shape must be a tuple of whole numbers"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3) 4, }", "malformed header"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3, 4], }", "malformed header: expected '('"},
+        {"{'descr': '<b1', 'fortran_order': False, 'shape': (2, 3, 4), }", "dtype '<b1' is not supported"},
+        {"{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3, 4), }", "or, for a mask, bool ('|b1')"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536, 65536), }", "too large to count"},
+    };
+    for (const auto& [header, message] : bad_headers) {
+        INFO(header);
+        CHECK_THAT(error_of(npy_with_header(header, 0)), Contains(message));
+    }
+    std::string many = "(";
+    for (int k = 0; k < 33; ++k) many += "1, ";
+    CHECK_THAT(error_of(npy_with_header(header_of("<f4", many + ")"), 4)), Contains("shape has too many dimensions"));
+    CHECK_THAT(error_of(npy_with_header(header_of("<f4", "(2, 3, 4)"), 90)),
+               Contains("shorter than the header says: 96 bytes expected, 90 found"));
+    CHECK_THAT(error_of(npy_with_header(header_of("|b1", "(2, 3, 4)"), 25)),
+               Contains("longer than the header says: 24 bytes expected, 25 found"));
+}
+
+TEST_CASE("broadcast_strides reads a shape as a larger one as NumPy broadcasts, or says it cannot", "[io][heads]") {
+    using Strides = std::vector<std::ptrdiff_t>;
+    const attn::Shape scores{2, 3, 4, 5};                                           // (B, H, L, S)
+    CHECK(attn::broadcast_strides({4, 5}, scores) == Strides{0, 0, 5, 1});          // one (L, S) for every head
+    CHECK(attn::broadcast_strides({2, 1, 1, 5}, scores) == Strides{5, 0, 0, 1});    // padding keys per batch
+    CHECK(attn::broadcast_strides({3, 1, 5}, scores) == Strides{0, 5, 0, 1});       // per head, every query
+    CHECK(attn::broadcast_strides({2, 3, 4, 5}, scores) == Strides{60, 20, 5, 1});  // C order itself
+    CHECK(attn::broadcast_strides({}, scores) == Strides{0, 0, 0, 0});              // a scalar
+    CHECK(attn::broadcast_strides({1, 1, 1, 1, 5}, scores) == std::nullopt);        // more dimensions
+    CHECK(attn::broadcast_strides({3, 5}, scores) == std::nullopt);                 // 3 against L = 4
+    CHECK(attn::broadcast_strides({2, 3, 1, 4}, scores) == std::nullopt);           // 4 against S = 5
 }
