@@ -285,6 +285,9 @@ TEST_CASE("every engineer's section is a page of docs/ that the README links and
         {"building.md",
          {"## What the build needs", "## One binary, every vector width", "## Other compilers and machines",
           "## Benchmarks", "## The pages and their check", "## CI, and what depends on the machine"}},
+        {"heads.md",
+         {"## Shapes", "## Grouped-query and multi-query attention", "## Masks", "## A query that no key may attend",
+          "## From C++", "## From Python", "## From the command line", "## Where each rule lives"}},
         {"robustness.md", {"## Bad input", "## Nothing lost", "## Edge cases, decided", "## Sanitizers and fuzzing"}},
         {"performance.md", {"## Reproduce"}},
         {"reading-order.md", {"## Rooms"}}};

@@ -3,7 +3,7 @@
 describes on the right, one page per C++ file of the library and its front ends (attention/, matrix/,
 simd/, io/, lesson/, cli/, web/, python/), in the reading order; the lesson (English
 and Chinese) as the front pages, with the flow diagram and the worked example; the reading order and
-the pages for engineers (using it, building it, robustness) and the performance page with its plots and data.
+the pages for engineers (using it, many heads, building it, robustness) and the performance page with its plots and data.
 
     /usr/bin/python3 docs/site/annotate.py [--out build/docs] [--attn build/attn]
     (or: ./scripts/dev docs, or meson compile -C build docs)
@@ -48,10 +48,11 @@ ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attentio
          "simd/bf16.hpp", "attention/backends.hpp", "attention/backends.cpp",                        # 6
          "attention/backward.cpp", "lesson/walk_grad.cpp", "cli/walk_grad.hpp", "cli/walk_grad.cpp",
          "simd/fused_backward.cpp", "attention/learn.hpp", "attention/learn.cpp",                    # 7
-         "attention/experiments.hpp", "attention/experiments.cpp",                                   # 8
-         "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 9
-         "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 10
-         "python/attention_cpp.cpp"]                                                                 # 11
+         "attention/heads.hpp", "attention/heads.cpp",                                               # 8
+         "attention/experiments.hpp", "attention/experiments.cpp",                                   # 9
+         "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 10
+         "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 11
+         "python/attention_cpp.cpp"]                                                                 # 12
 MARKER = re.compile(r"\[((?:step|steps|grad|grads|naive|fast|fused) [^\]\n]*)\]")
 MARKER_LINE = re.compile(r"^\[((?:step|steps|naive|fast|fused) [^\]\n]*)\](.*)$")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
@@ -60,6 +61,7 @@ PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
          "lesson-03.zh.md": ("第 03 讲（中文）", "lesson-03.zh.html", "zh-CN"),
          "reading-order.md": ("Reading order", "reading-order.html", "en"),
          "using.md": ("Using it", "using.html", "en"),
+         "heads.md": ("Many heads", "heads.html", "en"),
          "building.md": ("Building, testing, CI", "building.html", "en"),
          "robustness.md": ("Robustness", "robustness.html", "en"),
          "performance.md": ("Performance", "performance.html", "en")}
