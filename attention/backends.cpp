@@ -66,19 +66,13 @@ void add_terms_in_place(Matrix& S, const ScoreMask& M) {
         for (std::size_t j = 0; j < S.cols(); ++j) S(i, j) += term(M, i, j);
 }
 
-// the naive loops: S'_ij ← −∞ for j > i, any n×m (the lower triangle aligned top-left)
-void causal_triangle_in_place(Matrix& S) {
-    for (std::size_t i = 0; i < S.rows(); ++i)
-        for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = neg_inf;
-}
-
 }  // namespace
 
 ScaledScores mask(const ScaledScores& S, const AttentionOptions& options, Backend backend) {
     ScaledScores masked = S;
     if (backend == Backend::naive) {  // S holds S' already (factor 1)
         if (options.mask) add_terms_in_place(S.S, *options.mask);
-        if (options.causal) causal_triangle_in_place(S.S);
+        if (options.causal) causal_mask_in_place(S.S);  // matrix/ops.cpp
         return masked;
     }
     if (options.mask) {  // −∞ stays −∞ under any factor > 0, so the causal mask may come after

@@ -33,7 +33,7 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
     // [grad 5] dS' = α ⊙ (dα − rowsum(dα ⊙ α))     (n×m);  the softmax's Jacobian, applied without being formed.
     //   why: $\partial\alpha_{ij}/\partial S'_{it} = \alpha_{ij}(\delta_{jt} - \alpha_{it})$, so $dS'_{it} = \sum_j d\alpha_{ij}\,\alpha_{ij}(\delta_{jt} - \alpha_{it}) = \alpha_{it}\,(d\alpha_{it} - \sum_j d\alpha_{ij}\alpha_{ij})$
     backends::softmax_gradient_in_place(alpha, dS, b);
-    // [grad 4.mask] dS'_ij = 0 for j > i         (n×n);  a masked score became −∞ whatever it was: no gradient.
+    // [grad 4.mask] dS'_ij = 0 where S'_ij = −∞  (n×m);  a masked score became −∞ whatever it was: no gradient.
     //   Nothing to compute: there α_ij = 0, so grad 5 has already given dS'_ij = 0·(dα_ij − …) = 0.
     //
     // [grad 4] dS = scale·dS'                     (n×m);  S' = scale·S, so each score's gradient is scaled alike

@@ -85,9 +85,8 @@ Matrix softmax_rows(const Matrix& S) {
     return R;
 }
 
-// [naive mask] S_ij ← −∞ for j > i
+// [naive mask] S_ij ← −∞ for j > i (n×m: the triangle aligned at the top-left corner)
 void causal_mask_in_place(Matrix& S) {
-    check_square("causal_mask", S);
     for (std::size_t i = 0; i < S.rows(); ++i) {
         for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = neg_inf;
     }

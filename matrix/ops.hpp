@@ -30,7 +30,8 @@ void scale_in_place(Matrix& A, float factor);
 Matrix softmax_rows(const Matrix& S);
 void softmax_rows_in_place(Matrix& S);
 
-// Causal mask on a square score matrix: S_ij = −∞ wherever j > i (position i may not see the future).
+// Causal mask on an n×m score matrix: S_ij = −∞ wherever j > i (position i may not see the future), the
+// triangle aligned at the top-left corner whatever m is.
 Matrix causal_mask(const Matrix& S);
 void causal_mask_in_place(Matrix& S);
 
