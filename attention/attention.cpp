@@ -11,6 +11,7 @@
 
 #include "attention/backends.hpp"
 #include "attention/guards.hpp"
+#include "attention/plan.hpp"
 
 namespace attn {
 
@@ -39,7 +40,7 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
     backends::matmul_transposed_into(Q, K, S, b);
     // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
     //   why: for independent entries of mean 0 and variance 1, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
-    const backends::ScaledScores S_scaled = backends::scale(S, scale_factor(options.scale, Q.cols()), b);
+    const backends::ScaledScores S_scaled = backends::scale(S, score_factor(options, Q.cols()), b);
     // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
     if (options.causal) backends::causal_mask_in_place(S_scaled, b);
     // [step 5] α = softmax_row(S')      (n×m) → (n×m);  α_ij = e^S'_ij / Σ_t e^S'_it, Σ_j α_ij = 1
@@ -55,11 +56,10 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // Steps 1–2, with their checks and budget.
 SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
-    if (options.budget)
-        charge(*options.budget,
-               backends::projection_buffers(X.rows(), X.cols(), W_Q_.cols(), W_V_.cols(), options.backend));
+    const AttentionOptions run = Plan(options).projection(X.rows(), X.cols(), W_Q_.cols(), W_V_.cols()).charge();
     guards::check_projection_values(X, W_Q_, W_K_, W_V_, options.names);  // float range, before any work
-    return projection_steps_1_2(X, W_Q_, W_K_, W_V_, options.backend);
+    const ScopedThreads threads(options.threads);
+    return projection_steps_1_2(X, W_Q_, W_K_, W_V_, run.backend);
 }
 
 // Steps 3–6 by the backend asked for: the lesson's steps one by one (above), or the fused kernel,
@@ -67,31 +67,24 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, c
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
                                        const AttentionOptions& options, AttentionResult& out) {
     guards::check_attention_shapes(Q, K, V, options, out);
-    if (options.budget)
-        charge(*options.budget, backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend,
-                                                            options.keep_for_backward, options.dtype));
-    guards::check_attention_values(Q, K, V, options);  // float range, before any work
-    const float scale = scale_factor(options.scale, Q.cols());
+    const AttentionOptions run = Plan(options).attention(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
+    guards::check_attention_values(Q, K, V, options);  // float range and the mask's values, before any work
+    const ScopedThreads threads(options.threads);
+    const float scale = score_factor(options, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
     //   dtype bf16: the same pass with Q, K, V and each tile of α rounded to bfloat16, summed in float
-    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options, out);
-    attention_steps_3_to_6(Q, K, V, options, out);
+    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, run, out);
+    attention_steps_3_to_6(Q, K, V, run, out);
 }
 
 // The lesson's SingleHeadAttention.forward: steps 1–2, then 3–6. With a budget, everything both
 // stages allocate is charged before step 1 runs: a run too large is refused before any work.
 AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options) const {
-    AttentionOptions stages = options;
-    if (options.budget) {
-        guards::check_projection_shapes(X, W_Q_, options.names);
-        const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
-        charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
-        charge(*options.budget,
-               backends::attention_buffers(n, n, d_k, d_v, options.backend, options.keep_for_backward, options.dtype));
-        stages.budget = nullptr;  // charged: the stages below allocate nothing else
-    }
-    const Projections p = project(X, stages);
-    return scaled_dot_product_attention(p.Q, p.K, p.V, stages);
+    guards::check_projection_shapes(X, W_Q_, options.names);
+    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    const AttentionOptions run = Plan(options).projection(n, X.cols(), d_k, d_v).attention(n, n, d_k, d_v).charge();
+    const Projections p = project(X, run);
+    return scaled_dot_product_attention(p.Q, p.K, p.V, run);
 }
 
 AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,

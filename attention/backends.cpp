@@ -102,11 +102,12 @@ void matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend back
 }
 
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
-                                   const Matrix& dO, float scale, bool causal, AttentionGradients& out) {
+                                   const Matrix& dO, float scale, const AttentionOptions& options,
+                                   AttentionGradients& out) {
     out.dS.resize_for_overwrite(0, 0);
     simd::fused_attention_backward_into(Q, K, V, forward.output, dO,
-                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, causal, out.dQ,
-                                        out.dK, out.dV, simd::Threads::all);
+                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, options.causal,
+                                        out.dQ, out.dK, out.dV, simd::Threads::all);
 }
 
 namespace {

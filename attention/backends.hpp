@@ -44,7 +44,8 @@ void softmax_gradient_in_place(const Matrix& alpha, Matrix& dA, Backend backend)
 void matmul_into(const ScaledScores& A, const Matrix& B, Matrix& C, Backend backend);  // C = factor·A·B (grad 3.Q)
 // dQ, dK, dV in one fused pass from Q, K, V, the forward's O and log-sum-exp, and dO (Backend::fused only).
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
-                                   const Matrix& dO, float scale, bool causal, AttentionGradients& out);
+                                   const Matrix& dO, float scale, const AttentionOptions& options,
+                                   AttentionGradients& out);
 
 // What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its results
 // and its kernels' scratch, on this backend (attention/backends.cpp, beside the kernel calls they

@@ -14,6 +14,7 @@
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
 #include "attention/guards.hpp"
+#include "attention/plan.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn {
@@ -36,7 +37,7 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
     //   Nothing to compute: there α_ij = 0, so grad 5 has already given dS'_ij = 0·(dα_ij − …) = 0.
     //
     // [grad 4] dS = scale·dS'                     (n×m);  S' = scale·S, so each score's gradient is scaled alike
-    const backends::ScaledScores dS_scaled = backends::scale(dS, scale_factor(options.scale, Q.cols()), b);
+    const backends::ScaledScores dS_scaled = backends::scale(dS, score_factor(options, Q.cols()), b);
     // [grad 3.Q] dQ = dS·K          (n×m)·(m×d_k) → (n×d_k);  dq_i = Σ_j dS_ij·k_j: every key, weighted by its score's gradient
     backends::matmul_into(dS_scaled, K, g.dQ, b);
     // [grad 3.K] dK = dSᵀ·Q         (m×n)·(n×d_k) → (m×d_k);  dk_j = Σ_i dS_ij·q_i: every query, weighted alike
@@ -71,15 +72,14 @@ void scaled_dot_product_attention_backward_into(const Matrix& Q, const Matrix& K
                                                 const AttentionResult& forward, const Matrix& dO,
                                                 const AttentionOptions& options, AttentionGradients& g) {
     guards::check_backward_shapes(Q, K, V, forward, dO, options, g);
-    if (options.budget)
-        charge(*options.budget,
-               backends::attention_gradient_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), options.backend));
+    const AttentionOptions run = Plan(options).attention_gradients(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
     guards::check_backward_values(Q, K, V, dO, options);  // float range, before any work
-    const float scale = scale_factor(options.scale, Q.cols());
+    const ScopedThreads threads(options.threads);
+    const float scale = score_factor(options, Q.cols());
     // [grads 6–3 fused] (dQ, dK, dV) = backward of O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v);  α recomputed from L, never stored
     if (options.backend == Backend::fused)
-        return backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, options.causal, g);
-    attention_gradients_6_to_3(Q, K, V, forward.weights, dO, options, g);
+        return backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, run, g);
+    attention_gradients_6_to_3(Q, K, V, forward.weights, dO, run, g);
 }
 
 AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
@@ -95,19 +95,16 @@ SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, co
                                                              const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
     guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options, {});
+    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    const AttentionOptions run =
+        Plan(options).attention_gradients(n, n, d_k, d_v).projection_gradients(n, X.cols(), d_k, d_v).charge();
     // float range of both stages, before any work
     const guards::GradientBounds bounds =
         guards::check_backward_values(projections.Q, projections.K, projections.V, dO, options);
     guards::check_projection_gradient_values(X, W_Q_, W_K_, W_V_, bounds, options.names);
-    AttentionOptions core = options;
-    if (options.budget) {  // both stages charged before the first gradient
-        const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
-        charge(*options.budget, backends::attention_gradient_buffers(n, n, d_k, d_v, options.backend));
-        charge(*options.budget, backends::projection_gradient_buffers(n, X.cols(), d_k, d_v, options.backend));
-        core.budget = nullptr;
-    }
+    const ScopedThreads threads(options.threads);
     Gradients g;
-    g.qkv = scaled_dot_product_attention_backward(projections.Q, projections.K, projections.V, result, dO, core);
+    g.qkv = scaled_dot_product_attention_backward(projections.Q, projections.K, projections.V, result, dO, run);
     projection_gradients_2_1(X, W_Q_, W_K_, W_V_, g.qkv, options.backend, g);
     return g;
 }
@@ -116,38 +113,31 @@ AttentionPass attention_forward_backward(const Matrix& Q, const Matrix& K, const
                                          const AttentionOptions& options) {
     guards::check_attention_shapes(Q, K, V, options, AttentionResult{});
     guards::check_grad_output_shape(Q.rows(), V.cols(), dO, options);
-    AttentionOptions both = options;
-    both.keep_for_backward = true;
-    if (options.budget) {  // both passes charged before the first step
-        const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
-        charge(*options.budget, backends::attention_buffers(n, m, d_k, d_v, options.backend, true));
-        charge(*options.budget, backends::attention_gradient_buffers(n, m, d_k, d_v, options.backend));
-        both.budget = nullptr;
-    }
+    const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
+    const AttentionOptions run =
+        Plan(options).keeping_for_backward().attention(n, m, d_k, d_v).attention_gradients(n, m, d_k, d_v).charge();
     AttentionPass pass;
-    scaled_dot_product_attention_into(Q, K, V, both, pass.result);
-    scaled_dot_product_attention_backward_into(Q, K, V, pass.result, dO, both, pass.gradients);
+    scaled_dot_product_attention_into(Q, K, V, run, pass.result);
+    scaled_dot_product_attention_backward_into(Q, K, V, pass.result, dO, run, pass.gradients);
     return pass;
 }
 
 SingleHeadAttention::Pass SingleHeadAttention::forward_backward(const Matrix& X, const Matrix& dO,
                                                                 const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
-    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    const std::size_t n = X.rows(), d_model = X.cols(), d_k = W_Q_.cols(), d_v = W_V_.cols();
     guards::check_grad_output_shape(n, d_v, dO, options);
-    AttentionOptions both = options;
-    both.keep_for_backward = true;
-    if (options.budget) {  // both passes of both stages charged before step 1
-        charge(*options.budget, backends::projection_buffers(n, X.cols(), d_k, d_v, options.backend));
-        charge(*options.budget, backends::attention_buffers(n, n, d_k, d_v, options.backend, true));
-        charge(*options.budget, backends::attention_gradient_buffers(n, n, d_k, d_v, options.backend));
-        charge(*options.budget, backends::projection_gradient_buffers(n, X.cols(), d_k, d_v, options.backend));
-        both.budget = nullptr;
-    }
+    const AttentionOptions run = Plan(options)
+                                     .keeping_for_backward()
+                                     .projection(n, d_model, d_k, d_v)
+                                     .attention(n, n, d_k, d_v)
+                                     .attention_gradients(n, n, d_k, d_v)
+                                     .projection_gradients(n, d_model, d_k, d_v)
+                                     .charge();
     Pass pass;
-    pass.projections = project(X, both);
-    scaled_dot_product_attention_into(pass.projections.Q, pass.projections.K, pass.projections.V, both, pass.result);
-    pass.gradients = backward(X, pass.projections, pass.result, dO, both);
+    pass.projections = project(X, run);
+    scaled_dot_product_attention_into(pass.projections.Q, pass.projections.K, pass.projections.V, run, pass.result);
+    pass.gradients = backward(X, pass.projections, pass.result, dO, run);
     return pass;
 }
 

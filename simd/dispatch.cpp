@@ -130,17 +130,18 @@ void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, 
     active().matmul_transposed_bf16_into(A, B, scale, C);
 }
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
-    active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
+                          float* log_sum_exp, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
+    active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking, terms);
 }
 void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                               Threads threads, const Blocking& blocking) {
-    active().fused_attention_bf16_into(Q, K, V, scale, causal, O, threads, blocking);
+                               Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
+    active().fused_attention_bf16_into(Q, K, V, scale, causal, O, threads, blocking, terms);
 }
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
-                                   Matrix& dV, Threads threads, const Blocking& blocking) {
-    active().fused_attention_backward_into(Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking);
+                                   Matrix& dV, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
+    active().fused_attention_backward_into(Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking,
+                                           terms);
 }
 // What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and
 // simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the

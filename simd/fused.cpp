@@ -53,6 +53,7 @@
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
+#include "simd/score_terms.hpp"
 #include "simd/threads.hpp"
 
 namespace attn::simd::ATTN_ISA {
@@ -91,8 +92,9 @@ struct Problem {
     float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
     bool causal;
     Matrix& O;
-    float* log_sum_exp;  // L_i = log Σ_j e^(s_ij) per row, for the backward; nullptr: not asked for
-    std::size_t BR, BC;  // query rows per block, keys per tile (the score block's row stride)
+    float* log_sum_exp;       // L_i = log Σ_j e^(s_ij) per row, for the backward; nullptr: not asked for
+    std::size_t BR, BC;       // query rows per block, keys per tile (the score block's row stride)
+    const ScoreTerms* terms;  // added to the scores (nullptr: none)
 };
 
 void scale_row(float* x, std::size_t n, float factor) {
@@ -127,6 +129,15 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
                                                 p.scale_log2e);
         }
     }
+}
+
+// The caller's terms, in the scores' log₂ units, added to each score of the tile its row may see: the
+// product was rounded by tile_scores first. A −∞ term gives the key weight 0, as the causal mask does.
+void add_tile_terms(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
+    const ScoreTerms& terms = *p.terms;
+    for (std::size_t r = 0; r < rows; ++r)
+        add_terms(s.scores.data() + r * p.BC, visible_keys(p, i0, r, j0, cols), terms, term_index(terms, i0 + r, j0),
+                  terms.col_stride, 1.44269504f);
 }
 
 // [fused softmax] The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
@@ -192,6 +203,7 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
         const std::size_t cols = std::min(p.BC, end - j0);
         tile_scores<bf16>(p, i0, rows, j0, cols, s);
+        if (p.terms) add_tile_terms(p, i0, rows, j0, cols, s);
         online_softmax_update(p, i0, rows, j0, cols, s);
         accumulate_values<bf16>(p, i0, rows, j0, cols, s);
     }
@@ -210,7 +222,7 @@ using ModesOf = std::conditional_t<bf16, FlushSubnormals, KeepModes>;
 
 template <bool bf16>
 void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                     float* log_sum_exp, Threads threads, const Blocking& blocking) {
+                     float* log_sum_exp, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
     check_matmul_transposed_shapes("fused_attention", Q, K);
     check_blocking("fused_attention", blocking, NR);
     check_same_rows("fused_attention", "K", K, "V", V);
@@ -233,7 +245,7 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     if (causal)
         rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
     const std::size_t keys = bf16 ? round_up(blocking.panel_kc, 2) : blocking.panel_kc;  // bf16: pairs of keys
-    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, keys};
+    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, keys, terms};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.
@@ -241,6 +253,7 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
 #pragma omp parallel if (team) num_threads(team_size)
     {
         [[maybe_unused]] const ModesOf<bf16> modes;
+        record_team_size();
         thread_local Scratch scratch;
         const std::size_t k_depth = depth_of<bf16>(Q.cols());
         scratch.fit(k_depth, depth_of<bf16>(p.BC), p.BR, p.BC, bf16 ? (p.BR + 1) * k_depth : 0);
@@ -255,13 +268,13 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
 }  // namespace
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking) {
-    fused_attention<false>(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking);
+                          float* log_sum_exp, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
+    fused_attention<false>(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking, terms);
 }
 
 void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                               Threads threads, const Blocking& blocking) {
-    fused_attention<true>(Q, K, V, scale, causal, O, nullptr, threads, blocking);
+                               Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
+    fused_attention<true>(Q, K, V, scale, causal, O, nullptr, threads, blocking, terms);
 }
 
 }  // namespace attn::simd::ATTN_ISA

@@ -40,6 +40,7 @@
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
+#include "simd/score_terms.hpp"
 #include "simd/threads.hpp"
 
 namespace attn::simd::ATTN_ISA {
@@ -75,6 +76,7 @@ struct Problem {
     float scale_log2e;
     bool causal;
     std::size_t block, tile;  // keys per block, queries per streamed tile (the tiles' row stride)
+    const ScoreTerms* terms;  // the forward's (nullptr: none)
 };
 
 // C (rows×cols, row stride ldc) = factor·A·B[b0 .. b0+cols)ᵀ: A's rows against rows of B, B packed
@@ -101,6 +103,15 @@ void times(const float* A, std::size_t lda, std::size_t rows, std::size_t depth,
             run_strip_microkernel(std::min(TALL, rows - r), depth, A + r * lda, lda, panel.data(), NR,
                                   C + r * ldc + q * NR, ldc, width, first, false, 1.0f);
     }
+}
+
+// The forward's terms on the tile Sᵀ (keys down, queries across), in log₂ units: key j0 + r's row
+// reads term(i0 + c, j0 + r) along c, the terms' row stride.
+void add_tile_terms(const Problem& p, std::size_t j0, std::size_t keys, std::size_t i0, std::size_t queries, float* t,
+                    std::size_t ld) {
+    const ScoreTerms& terms = *p.terms;
+    for (std::size_t r = 0; r < keys; ++r)
+        add_terms(t + r * ld, queries, terms, term_index(terms, i0, j0 + r), terms.row_stride, 1.44269504f);
 }
 
 // [fused gradient tile] Pᵀ = 2^(tᵀ − L), dS'ᵀ = Pᵀ ⊙ (dPᵀ − D) on a keys×queries tile (row stride
@@ -164,6 +175,7 @@ void key_block(const Problem& p, std::size_t j0, std::size_t keys, Matrix& dK, M
                          s.panel);
         times_transposed(p.V.row(j0).data(), p.V.cols(), keys, p.dO, i0, queries, 1.0f, s.gradients.data(), ld,
                          s.panel);
+        if (p.terms) add_tile_terms(p, j0, keys, i0, queries, s.scores.data(), ld);
         softmax_gradient_tile(s.scores.data(), s.gradients.data(), keys, queries, ld, p.L + i0, p.D + i0);
         if (p.causal && j0 + keys > i0 + 1) zero_future(s.scores.data(), s.gradients.data(), keys, queries, ld, i0, j0);
         const bool first = i0 == first_tile;
@@ -184,7 +196,7 @@ void scale_rows(Matrix& M, std::size_t r0, std::size_t rows, float factor) {
 
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
-                                   Matrix& dV, Threads threads, const Blocking& blocking) {
+                                   Matrix& dV, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
     check_matmul_transposed_shapes("fused_attention_backward", Q, K);
     check_blocking("fused_attention_backward", blocking, NR);
     check_same_rows("fused_attention_backward", "K", K, "V", V);
@@ -196,16 +208,18 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
     std::fill(dK.data(), dK.data() + dK.size(), 0.0f);  // keys no query sees (causal, m > n) get 0
     std::fill(dV.data(), dV.data() + dV.size(), 0.0f);
     // The rows' statistics: L in base 2 (the kernel's scores carry log₂e, as in the forward) and D = do_i·o_i.
+    // A row that saw no key (L = −∞: its terms were all −∞) takes L = +∞: every 2^(t − L) is then 0 (t
+    // finite or −∞), where −∞ − (−∞) would be NaN and a finite t − (−∞) would give weight 1.
     Buffer L(n), D(n);
     for (std::size_t i = 0; i < n; ++i) {
-        L[i] = log_sum_exp[i] * 1.44269504f;
+        L[i] = log_sum_exp[i] == neg_inf ? -neg_inf : log_sum_exp[i] * 1.44269504f;
         D[i] = dot(dO.row(i).data(), O.row(i).data(), O.cols());
     }
     // Block and tile sizes depend on the problem only, never on the team: the order of every sum is fixed.
     const std::size_t tile = blocking.panel_kc, block = fused_backward_keys_per_block(m, blocking);
     const auto blocks = static_cast<std::ptrdiff_t>((m + block - 1) / block);
     Buffer dQt(dq_lanes * d_k * n, 0.0f);  // each lane's dQᵀ (d_k×n)
-    const Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block, tile};
+    const Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block, tile, terms};
     [[maybe_unused]] const std::size_t team_size = threads == Threads::all ? fused_backward_team(n, m, d_k) : 1;
     [[maybe_unused]] const bool team = team_size > 1;
     const std::size_t tile_floats = block * tile + NR, panel_floats = std::max({d_k, V.cols(), tile}) * NR;

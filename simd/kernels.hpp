@@ -22,13 +22,14 @@ struct Kernels {
                                    const Blocking& blocking);
     void (*matmul_transposed_bf16_into)(const Matrix& A, const Matrix& B, float scale, Matrix& C);
     void (*fused_attention_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                                 float* log_sum_exp, Threads threads, const Blocking& blocking);
+                                 float* log_sum_exp, Threads threads, const Blocking& blocking,
+                                 const ScoreTerms* terms);
     void (*fused_attention_bf16_into)(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal,
-                                      Matrix& O, Threads threads, const Blocking& blocking);
+                                      Matrix& O, Threads threads, const Blocking& blocking, const ScoreTerms* terms);
     void (*fused_attention_backward_into)(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O,
                                           const Matrix& dO, std::span<const float> log_sum_exp, float scale,
                                           bool causal, Matrix& dQ, Matrix& dK, Matrix& dV, Threads threads,
-                                          const Blocking& blocking);
+                                          const Blocking& blocking, const ScoreTerms* terms);
     void (*softmax_rows_in_place)(Matrix& S, float scale, Threads threads);
     void (*softmax_gradient_rows_in_place)(const Matrix& P, Matrix& G, Threads threads);
     float (*dot)(const float* a, const float* b, std::size_t n);
@@ -51,12 +52,12 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
                             const Blocking& blocking);
 void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C);
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking);
+                          float* log_sum_exp, Threads threads, const Blocking& blocking, const ScoreTerms* terms);
 void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                               Threads threads, const Blocking& blocking);
+                               Threads threads, const Blocking& blocking, const ScoreTerms* terms);
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
-                                   Matrix& dV, Threads threads, const Blocking& blocking);
+                                   Matrix& dV, Threads threads, const Blocking& blocking, const ScoreTerms* terms);
 void softmax_rows_in_place(Matrix& S, float scale, Threads threads);
 void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads);
 float dot(const float* a, const float* b, std::size_t n);

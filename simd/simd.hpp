@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +23,16 @@ enum class Threads {
     one,  // the calling thread only
     all,  // an OpenMP team (OMP_NUM_THREADS, default: every core), output rows split between them;
           // work too small to be worth a team runs on the calling thread (simd/threads.hpp)
+};
+
+// Terms added to the scores before the softmax (a mask), read through strides in elements (0 along an
+// axis the terms are broadcast over): term(i, j) = data[i·row_stride + j·col_stride]. Floats are
+// added as they are (−∞ allowed: weight 0); bytes are a keep flag, nonzero adding 0 and zero adding
+// −∞. A row whose every score ends at −∞ has weight 0 everywhere: its output row is 0.
+struct ScoreTerms {
+    const void* data = nullptr;
+    bool boolean = false;  // bytes (true: keep) rather than floats
+    std::ptrdiff_t row_stride = 0, col_stride = 0;
 };
 
 // The products and the fused kernel take their block sizes from `blocking`: by default the running
@@ -49,8 +60,11 @@ void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, 
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed. With
 // log_sum_exp (n floats, or nullptr), each row's L_i = log Σ_j e^(s_ij) is written there too: all
 // the backward needs to recompute α.
+// With terms (nullptr: none), s_ij = scale·(q_i·k_j) + term(i, j), the term added after the product is
+// rounded, as the materialised path adds it to S' (add_score_terms_in_place).
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking = simd::blocking());
+                          float* log_sum_exp, Threads threads, const Blocking& blocking = simd::blocking(),
+                          const ScoreTerms* terms = nullptr);
 
 // The same O with the products on bfloat16 (Dtype::bf16): Q, K, V and each tile of weights rounded
 // to bfloat16 (nearest, ties to even), the products summed in float, the softmax in float
@@ -58,13 +72,16 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 // "avx512bf16"), emulated with FMAs elsewhere: the same bits at the same width (AVX-512), within the
 // bounds docs/using.md states at others (tests/test_bf16.cpp). No log-sum-exp: it has no backward.
 void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                               Threads threads, const Blocking& blocking = simd::blocking());
+                               Threads threads, const Blocking& blocking = simd::blocking(),
+                               const ScoreTerms* terms = nullptr);
 
 // The gradients of that O for dO = ∂L/∂O (n×d_v): dQ, dK and dV, from Q, K, V, O and the forward's
 // log_sum_exp, without the n×m matrices (simd/fused_backward.cpp).
+// With the forward's terms: a score they set to −∞ has weight 0 and gradient 0.
 void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
-                                   Matrix& dV, Threads threads, const Blocking& blocking = simd::blocking());
+                                   Matrix& dV, Threads threads, const Blocking& blocking = simd::blocking(),
+                                   const ScoreTerms* terms = nullptr);
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
@@ -80,8 +97,18 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v);
 std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k);
 
-// S_ij ← −∞ for j > i (S square).
+// S_ij ← −∞ for j > i (any n×m S: the lower triangle aligned top-left).
 void causal_mask_in_place(Matrix& S, Threads threads);
+// S_ij ← scale·S_ij + term(i, j): step 4 and a caller's mask in one pass, the product rounded first.
+void add_score_terms_in_place(Matrix& S, float scale, const ScoreTerms& terms, Threads threads);
+
+// body(0), …, body(count − 1), shared out over an OpenMP team when `threads` is all and count ≥ 2
+// (dynamic schedule, each index on one thread); the body's own kernels should then run with
+// Threads::one. Exceptions thrown by a body are rethrown on the calling thread (the first one).
+void for_each_in_team(std::size_t count, Threads threads, const std::function<void(std::size_t)>& body);
+// The threads of the last team for_each_in_team or a fused kernel started (1 when it ran on the calling
+// thread, or without OpenMP): what a caller can report as the threads it used.
+int last_team_size();
 
 // Row-wise softmax of scale·S in place (scale > 0), with the same −∞ conventions as the naive op (an
 // all −∞ row → zeros): α_ij = e^(s_ij − m_i) / Σ_t e^(s_it − m_i) where s_ij = scale·S_ij, each

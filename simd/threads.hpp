@@ -24,6 +24,9 @@ inline bool use_team(Threads threads, double flops, std::uint64_t pieces) {
     return threads == Threads::all && flops >= min_parallel_flops && pieces >= 2;
 }
 
+// Called by every thread of a team a kernel starts: its size becomes last_team_size() (simd/team.cpp).
+void record_team_size();
+
 // The fused backward's team (simd/fused_backward.cpp): one thread per lane of dQ at most, one in all
 // when the work is too small.
 inline std::size_t fused_backward_team(std::size_t n, std::size_t m, std::size_t d_k) {

@@ -24,19 +24,20 @@ void matmul_transposed_into(const Matrix&, const Matrix&, float, Matrix&, Thread
 }
 void matmul_transposed_bf16_into(const Matrix&, const Matrix&, float, Matrix&) { refuse("matmul_transposed_bf16"); }
 void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, float*, Threads,
-                          const Blocking&) {
+                          const Blocking&, const ScoreTerms*) {
     refuse("fused_attention");
 }
 void fused_attention_bf16_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, Threads,
-                               const Blocking&) {
+                               const Blocking&, const ScoreTerms*) {
     refuse("fused_attention_bf16");
 }
 void fused_attention_backward_into(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
                                    std::span<const float>, float, bool, Matrix&, Matrix&, Matrix&, Threads,
-                                   const Blocking&) {
+                                   const Blocking&, const ScoreTerms*) {
     refuse("fused_attention_backward");
 }
 void causal_mask_in_place(Matrix&, Threads) { refuse("causal_mask"); }
+void add_score_terms_in_place(Matrix&, float, const ScoreTerms&, Threads) { refuse("add_score_terms"); }
 void softmax_rows_in_place(Matrix&, float, Threads) { refuse("softmax_rows"); }
 void softmax_gradient_rows_in_place(const Matrix&, Matrix&, Threads) { refuse("softmax_gradient_rows"); }
 float dot(const float*, const float*, std::size_t) { refuse("dot"); }

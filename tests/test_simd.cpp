@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -334,9 +336,6 @@ TEST_CASE("simd kernels refuse bad shapes with the same messages as the naive op
                       "matmul: (3×4)·(3×3): inner dimensions 4 and 3 differ");
     CHECK_THROWS_WITH(attn::simd::matmul_transposed_into(Matrix(3, 4), Matrix(5, 3), 1.0f, C, Threads::all),
                       Catch::Contains("matmul_transposed: (3×4)·(5×3)ᵀ"));
-    Matrix S(2, 3);
-    CHECK_THROWS_WITH(attn::simd::causal_mask_in_place(S, Threads::one),
-                      "causal_mask: (2×3): needs a square n×n score matrix");
     CHECK_THROWS_AS(
         attn::scaled_dot_product_attention(Matrix(3, 3), Matrix(3, 2), Matrix(3, 3), {.backend = Backend::parallel}),
         std::invalid_argument);
@@ -401,4 +400,105 @@ TEST_CASE("simd softmax of scale·S is the same bits as scaling S first", "[simd
             for (std::size_t k = 0; k < folded.size(); ++k) REQUIRE(std::isfinite(folded.data()[k]));
         }
     }
+}
+
+TEST_CASE("simd causal mask on n×m keeps the top-left lower triangle, for n < m and n > m", "[simd][mask]") {
+    std::mt19937 rng(91);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    for (const auto& [n, m] :
+         {std::pair<std::size_t, std::size_t>{3, 7}, {7, 3}, {1, 5}, {5, 1}, {300, 257}, {257, 300}}) {
+        INFO(n << "×" << m);
+        const Matrix S = random_matrix(n, m, rng);
+        Matrix masked = S;
+        attn::simd::causal_mask_in_place(masked, t);
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < m; ++j) REQUIRE(masked(i, j) == (j <= i ? S(i, j) : -INFINITY));
+    }
+}
+
+namespace {
+
+// scale·S, each product rounded and stored, and then term(i, j) added: the definition of add_score_terms_in_place.
+Matrix scaled_then_added(const Matrix& S, float scale, const attn::simd::ScoreTerms& terms) {
+    Matrix out = S;
+    for (std::size_t k = 0; k < out.size(); ++k) out.data()[k] *= scale;
+    for (std::size_t i = 0; i < out.rows(); ++i)
+        for (std::size_t j = 0; j < out.cols(); ++j) {
+            const std::ptrdiff_t at = std::ptrdiff_t(i) * terms.row_stride + std::ptrdiff_t(j) * terms.col_stride;
+            if (terms.boolean) {
+                if (static_cast<const unsigned char*>(terms.data)[at] == 0) out(i, j) = -INFINITY;
+            } else {
+                out(i, j) = out(i, j) + static_cast<const float*>(terms.data)[at];
+            }
+        }
+    return out;
+}
+
+// The same bits (−∞ equals −∞).
+bool same_bits(const Matrix& a, const Matrix& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::equal(a.data(), a.data() + a.size(), b.data(), [](float x, float y) {
+               return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+           });
+}
+
+}  // namespace
+
+TEST_CASE("add_score_terms_in_place equals scaling and then adding, for floats, flags and broadcasts", "[simd][mask]") {
+    std::mt19937 rng(92);
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    const std::size_t n = 300, m = 211;
+    const Matrix S = random_matrix(n, m, rng, -5, 5);
+    std::vector<float> floats(n * m);
+    std::vector<unsigned char> keep(n * m);
+    std::uniform_real_distribution<float> value(-3.0f, 3.0f);
+    for (std::size_t k = 0; k < n * m; ++k) {
+        floats[k] = rng() % 5 == 0 ? -INFINITY : value(rng);
+        keep[k] = static_cast<unsigned char>(rng() % 3 == 0 ? 0 : 1 + rng() % 200);
+    }
+    using attn::simd::ScoreTerms;
+    const std::ptrdiff_t cols = std::ptrdiff_t(m);
+    for (const ScoreTerms& terms :
+         {ScoreTerms{floats.data(), false, cols, 1},                                    // full n×m
+          ScoreTerms{floats.data(), false, 0, 1},                                       // one row for every query
+          ScoreTerms{floats.data(), false, 1, 0},                                       // one column for every key
+          ScoreTerms{keep.data(), true, cols, 1}, ScoreTerms{keep.data(), true, 0, 1},  // a padding mask
+          ScoreTerms{keep.data(), true, 1, cols}}) {                                    // transposed
+        INFO("boolean " << terms.boolean << ", strides " << terms.row_stride << ", " << terms.col_stride);
+        Matrix got = S;
+        attn::simd::add_score_terms_in_place(got, 0.37f, terms, t);
+        const Matrix want = scaled_then_added(S, 0.37f, terms);
+        CHECK(same_bits(got, want));
+        CHECK(std::count(got.data(), got.data() + got.size(), -INFINITY) > 0);
+    }
+}
+
+TEST_CASE("for_each_in_team runs each index exactly once, on a team when asked", "[simd][team]") {
+    const int before = attn::simd::max_threads();
+    for (const int threads : {1, 2}) {
+        attn::simd::set_max_threads(threads);
+        for (const Threads t : {Threads::one, Threads::all}) {
+            for (const std::size_t count : {0, 1, 2, 3, 97}) {
+                INFO(threads << " threads, count " << count << ", all " << (t == Threads::all));
+                std::vector<std::atomic<int>> runs(count);
+                attn::simd::for_each_in_team(count, t, [&](std::size_t k) { runs[k].fetch_add(1); });
+                for (const auto& r : runs) REQUIRE(r.load() == 1);
+                const bool team = t == Threads::all && count >= 2 && attn::simd::openmp_built();
+                CHECK(attn::simd::last_team_size() == (team ? threads : 1));
+            }
+        }
+    }
+    attn::simd::set_max_threads(before);
+}
+
+TEST_CASE("for_each_in_team rethrows a body's exception on the calling thread", "[simd][team]") {
+    const Threads t = GENERATE(Threads::one, Threads::all);
+    std::atomic<int> ran{0};
+    CHECK_THROWS_WITH(attn::simd::for_each_in_team(50, t,
+                                                   [&](std::size_t k) {
+                                                       ran.fetch_add(1);
+                                                       if (k == 7) throw std::invalid_argument("index 7");
+                                                   }),
+                      "index 7");
+    if (t == Threads::one) CHECK(ran.load() == 8);  // on one thread the loop stops at the throw
 }
