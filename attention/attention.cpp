@@ -41,10 +41,10 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
     // [step 4] S' = scale·S, scale = 1/√d_k     (n×m);  Var(S'_ij) = 1 when Var(q·k) = d_k
     //   why: for independent entries of mean 0 and variance 1, $\operatorname{Var}(q \cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k$.
     const backends::ScaledScores S_scaled = backends::scale(S, score_factor(options, Q.cols()), b);
-    // [step 4.mask] S'_ij = −∞ for j > i      (n×n);  e^−∞ = 0, so no weight reaches the future
-    if (options.causal) backends::causal_mask_in_place(S_scaled, b);
+    // [step 4.mask] S'_ij += M_ij, and −∞ for j > i when causal      (n×m);  e^−∞ = 0, so no weight reaches the future
+    const backends::ScaledScores S_masked = backends::mask(S_scaled, options, b);
     // [step 5] α = softmax_row(S')      (n×m) → (n×m);  α_ij = e^S'_ij / Σ_t e^S'_it, Σ_j α_ij = 1
-    const Matrix& alpha = backends::softmax_rows_in_place(S_scaled, b);
+    const Matrix& alpha = backends::softmax_rows_in_place(S_masked, b);
     // [step 6] O = α·V                  (n×m)·(m×d_v) → (n×d_v);  o_i = Σ_j α_ij·v_j
     backends::matmul_into(alpha, V, out.output, b);
 }
@@ -56,9 +56,9 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // Steps 1–2, with their checks and budget.
 SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run = Plan(options).projection(X.rows(), X.cols(), W_Q_.cols(), W_V_.cols()).charge();
     guards::check_projection_values(X, W_Q_, W_K_, W_V_, options.names);  // float range, before any work
-    const ScopedThreads threads(options.threads);
     return projection_steps_1_2(X, W_Q_, W_K_, W_V_, run.backend);
 }
 
@@ -67,9 +67,9 @@ SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, c
 void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
                                        const AttentionOptions& options, AttentionResult& out) {
     guards::check_attention_shapes(Q, K, V, options, out);
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run = Plan(options).attention(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
     guards::check_attention_values(Q, K, V, options);  // float range and the mask's values, before any work
-    const ScopedThreads threads(options.threads);
     const float scale = score_factor(options, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
     //   dtype bf16: the same pass with Q, K, V and each tile of α rounded to bfloat16, summed in float
@@ -82,6 +82,7 @@ void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const M
 AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options) const {
     guards::check_projection_shapes(X, W_Q_, options.names);
     const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run = Plan(options).projection(n, X.cols(), d_k, d_v).attention(n, n, d_k, d_v).charge();
     const Projections p = project(X, run);
     return scaled_dot_product_attention(p.Q, p.K, p.V, run);

@@ -24,7 +24,7 @@ struct AttentionTrace {
     Matrix X, Q, K, V;
     Matrix S;         // Q·Kᵀ
     Matrix S_scaled;  // scale·S, scale = scale_factor(...)
-    Matrix S_masked;  // S_scaled with −∞ above the diagonal (only when causal)
+    Matrix S_masked;  // S_scaled with the mask added and −∞ above the diagonal (only with a mask or causal)
     Matrix weights;   // α = softmax_row of the above
     Matrix output;    // α·V
 };

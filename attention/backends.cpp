@@ -4,6 +4,8 @@
 #include "attention/backends.hpp"
 
 #include <algorithm>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "matrix/ops.hpp"
@@ -15,6 +17,11 @@ namespace attn::backends {
 namespace {
 
 simd::Threads threads_of(Backend backend) { return backend == Backend::simd ? simd::Threads::one : simd::Threads::all; }
+
+// The fused kernels' threads: the calling thread alone when the call asks for one thread.
+simd::Threads fused_threads(const AttentionOptions& options) {
+    return options.threads == 1 ? simd::Threads::one : simd::Threads::all;
+}
 
 }  // namespace
 
@@ -38,9 +45,48 @@ ScaledScores scale(Matrix& S, float factor, Backend backend) {
     return {S, 1.0f};
 }
 
-void causal_mask_in_place(const ScaledScores& S, Backend backend) {  // −∞ stays −∞ under any factor > 0
-    if (backend == Backend::naive) return causal_mask_in_place(S.S);
-    simd::causal_mask_in_place(S.S, threads_of(backend));
+namespace {
+
+// A single head's mask as the kernels read it: its rows and columns.
+std::optional<simd::ScoreTerms> terms_of(const ScoreMask* mask) {
+    if (!mask) return std::nullopt;
+    return simd::ScoreTerms{mask->data, mask->kind == ScoreMask::Kind::boolean, mask->row_stride, mask->col_stride};
+}
+
+// M_ij as a number: a boolean mask's true is 0 (the score stays), its false −∞ (weight 0).
+float term(const ScoreMask& M, std::size_t i, std::size_t j) {
+    const std::ptrdiff_t at = std::ptrdiff_t(i) * M.row_stride + std::ptrdiff_t(j) * M.col_stride;
+    if (M.kind == ScoreMask::Kind::boolean) return static_cast<const unsigned char*>(M.data)[at] ? 0.0f : neg_inf;
+    return static_cast<const float*>(M.data)[at];
+}
+
+// [naive mask terms] S'_ij ← S'_ij + M_ij
+void add_terms_in_place(Matrix& S, const ScoreMask& M) {
+    for (std::size_t i = 0; i < S.rows(); ++i)
+        for (std::size_t j = 0; j < S.cols(); ++j) S(i, j) += term(M, i, j);
+}
+
+// [naive causal mask] S'_ij ← −∞ for j > i, any n×m
+void causal_triangle_in_place(Matrix& S) {
+    for (std::size_t i = 0; i < S.rows(); ++i)
+        for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = neg_inf;
+}
+
+}  // namespace
+
+ScaledScores mask(const ScaledScores& S, const AttentionOptions& options, Backend backend) {
+    ScaledScores masked = S;
+    if (backend == Backend::naive) {  // S holds S' already (factor 1)
+        if (options.mask) add_terms_in_place(S.S, *options.mask);
+        if (options.causal) causal_triangle_in_place(S.S);
+        return masked;
+    }
+    if (options.mask) {  // −∞ stays −∞ under any factor > 0, so the causal mask may come after
+        simd::add_score_terms_in_place(S.S, S.factor, *terms_of(options.mask), threads_of(backend));
+        masked.factor = 1.0f;
+    }
+    if (options.causal) simd::causal_mask_in_place(S.S, threads_of(backend));
+    return masked;
 }
 
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend) {
@@ -58,10 +104,13 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     const bool keep = options.keep_for_backward;
     out.weights.resize_for_overwrite(0, 0);
     out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? 1 : 0);
+    const std::optional<simd::ScoreTerms> terms = terms_of(options.mask);
+    const simd::ScoreTerms* given = terms ? &*terms : nullptr;
     if (options.dtype == Dtype::bf16)
-        return simd::fused_attention_bf16_into(Q, K, V, scale, options.causal, out.output, simd::Threads::all);
+        return simd::fused_attention_bf16_into(Q, K, V, scale, options.causal, out.output, fused_threads(options),
+                                               simd::blocking(), given);
     simd::fused_attention_into(Q, K, V, scale, options.causal, out.output, keep ? out.log_sum_exp.data() : nullptr,
-                               simd::Threads::all);
+                               fused_threads(options), simd::blocking(), given);
 }
 
 namespace {
@@ -105,9 +154,10 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
                                    const Matrix& dO, float scale, const AttentionOptions& options,
                                    AttentionGradients& out) {
     out.dS.resize_for_overwrite(0, 0);
-    simd::fused_attention_backward_into(Q, K, V, forward.output, dO,
-                                        {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, options.causal,
-                                        out.dQ, out.dK, out.dV, simd::Threads::all);
+    const std::optional<simd::ScoreTerms> terms = terms_of(options.mask);
+    simd::fused_attention_backward_into(
+        Q, K, V, forward.output, dO, {forward.log_sum_exp.data(), forward.log_sum_exp.size()}, scale, options.causal,
+        out.dQ, out.dK, out.dV, fused_threads(options), simd::blocking(), terms ? &*terms : nullptr);
 }
 
 namespace {
@@ -116,9 +166,18 @@ std::string of(const char* what, std::size_t rows, std::size_t cols) {
     return what + (" (" + shape_string(rows, cols) + ")");
 }
 
-// The product kernels keep one packing buffer on the calling thread, as large as the largest call
-// asked for (simd/gemm.cpp): of two products in a row, the larger one's.
-std::uint64_t packing_of(std::uint64_t first, std::uint64_t second) { return std::max(first, second); }
+// The product kernels keep one packing buffer on the calling thread, grown to the largest call asked
+// for (simd/gemm.cpp). For products called in this order, the most it holds at once: while it grows,
+// the old buffer and the new one together.
+std::uint64_t packing_of(std::initializer_list<std::uint64_t> in_order) {
+    std::uint64_t held = 0, most = 0;
+    for (const std::uint64_t bytes : in_order)
+        if (bytes > held) {
+            most = std::max(most, checked_sum(held, bytes, "packing"));
+            held = bytes;
+        }
+    return most;
+}
 
 }  // namespace
 
@@ -130,55 +189,66 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
     if (backend != Backend::naive)
         buffers.push_back(
             {"the packed panels of W_Q, W_K and W_V (step 2 on the " + to_string(backend) + " backend)",
-             packing_of(simd::gemm_scratch_bytes(n, d_model, d_k), simd::gemm_scratch_bytes(n, d_model, d_v))});
+             packing_of({simd::gemm_scratch_bytes(n, d_model, d_k), simd::gemm_scratch_bytes(n, d_model, d_v)})});
     return buffers;
 }
 
-std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
-                                      bool keep_for_backward, Dtype dtype) {
-    const std::string on = " on the " + to_string(backend) + " backend";
+std::vector<Buffer> attention_result_buffers(std::size_t n, std::size_t m, std::size_t d_v, Backend backend,
+                                             bool keep_for_backward) {
     std::vector<Buffer> buffers;
-    if (backend == Backend::fused) {
-        if (keep_for_backward)
-            buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
-        const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
-        buffers.push_back({"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                               ", one score block and two panels each" +
-                               (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
-                           checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")});
-    } else {
-        buffers.push_back(
-            {of("S/α", n, m) + " of steps 3–5" + on + "; --backend fused never stores S", matrix_bytes(n, m)});
-        if (backend == Backend::naive) buffers.push_back({of("Kᵀ", d_k, m) + " of step 3" + on, matrix_bytes(d_k, m)});
-        else
-            buffers.push_back({"the packed panels of Kᵀ and V (steps 3 and 6" + on + ")",
-                               packing_of(simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v))});
-    }
+    if (backend != Backend::fused)
+        buffers.push_back({of("S/α", n, m) + " of steps 3–5 on the " + to_string(backend) +
+                               " backend; --backend fused never stores S",
+                           matrix_bytes(n, m)});
+    else if (keep_for_backward)
+        buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
     buffers.push_back({of("O", n, d_v) + " of step 6", matrix_bytes(n, d_v)});
     return buffers;
 }
 
-std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                               Backend backend) {
+std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                              Backend backend, Dtype dtype) {
     const std::string on = " on the " + to_string(backend) + " backend";
-    std::vector<Buffer> buffers = {{of("dQ", n, d_k) + " of grad 3", matrix_bytes(n, d_k)},
-                                   {of("dK", m, d_k) + " of grad 3", matrix_bytes(m, d_k)},
-                                   {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
+    if (backend == Backend::naive) return {{of("Kᵀ", d_k, m) + " of step 3" + on, matrix_bytes(d_k, m)}};
+    if (backend != Backend::fused)
+        return {{"the packed panels of Kᵀ and V (steps 3 and 6" + on + ")",
+                 packing_of({simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v)})}};
+    const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
+    return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
+                 ", one score block and two panels each" +
+                 (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
+             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")}};
+}
+
+std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
+                                      bool keep_for_backward, Dtype dtype) {
+    std::vector<Buffer> buffers = attention_result_buffers(n, m, d_v, backend, keep_for_backward);
+    for (Buffer& buffer : attention_scratch_buffers(n, m, d_k, d_v, backend, dtype)) buffers.push_back(buffer);
+    return buffers;
+}
+
+std::vector<Buffer> attention_gradient_result_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
+    return {{of("dQ", n, d_k) + " of grad 3", matrix_bytes(n, d_k)},
+            {of("dK", m, d_k) + " of grad 3", matrix_bytes(m, d_k)},
+            {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
+}
+
+std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                                       Backend backend) {
+    const std::string on = " on the " + to_string(backend) + " backend";
     if (backend == Backend::fused) {
         const std::size_t team = simd::fused_backward_team_size(n, m, d_k);
-        buffers.push_back(
+        return {
             {"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                  ", two tiles, a panel and a block of Kᵀ each)",
-             checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")});
-        buffers.push_back(
+             checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")},
             {std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) + " each) of the fused backward",
-             checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")});
-        buffers.push_back({of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
-        buffers.push_back({of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)});
-        return buffers;
+             checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")},
+            {of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)},
+            {of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)}};
     }
-    buffers.push_back(
-        {of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it", matrix_bytes(n, m)});
+    std::vector<Buffer> buffers = {
+        {of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it", matrix_bytes(n, m)}};
     if (backend == Backend::naive) {  // the transposes the formulas name, each built where it is used
         buffers.push_back({of("αᵀ", m, n) + " of grad 6.V" + on, matrix_bytes(m, n)});
         buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6.α" + on, matrix_bytes(d_v, m)});
@@ -190,10 +260,16 @@ std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std
     buffers.push_back({of("dVᵀ", d_v, m) + " of grad 6.V" + on, matrix_bytes(d_v, m)});
     buffers.push_back({of("Qᵀ", d_k, n) + " of grad 3.K" + on, matrix_bytes(d_k, n)});
     buffers.push_back({of("dKᵀ", d_k, m) + " of grad 3.K" + on, matrix_bytes(d_k, m)});
-    buffers.push_back(
-        {"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
-         packing_of(packing_of(simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m)),
-                    packing_of(simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)))});
+    buffers.push_back({"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
+                       packing_of({simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m),
+                                   simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)})});
+    return buffers;
+}
+
+std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                               Backend backend) {
+    std::vector<Buffer> buffers = attention_gradient_result_buffers(n, m, d_k, d_v);
+    for (Buffer& buffer : attention_gradient_scratch_buffers(n, m, d_k, d_v, backend)) buffers.push_back(buffer);
     return buffers;
 }
 
@@ -220,10 +296,10 @@ std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_mod
         }
     }
     if (backend != Backend::naive)
-        buffers.push_back({"the packed panels of X and the weights (grads 2 and 1" + on + ")",
-                           packing_of(simd::gemm_scratch_bytes(d_k, n, d_model),
-                                      packing_of(simd::gemm_scratch_bytes(n, d_k, d_model),
-                                                 simd::gemm_scratch_bytes(n, d_v, d_model)))});
+        buffers.push_back(
+            {"the packed panels of X and the weights (grads 2 and 1" + on + ")",
+             packing_of({simd::gemm_scratch_bytes(d_k, n, d_model), simd::gemm_scratch_bytes(d_v, n, d_model),
+                         simd::gemm_scratch_bytes(n, d_k, d_model), simd::gemm_scratch_bytes(n, d_v, d_model)})});
     return buffers;
 }
 

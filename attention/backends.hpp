@@ -26,9 +26,12 @@ struct ScaledScores {
 
 void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Backend backend);  // C = A·B (steps 2 and 6)
 void matmul_transposed_into(const Matrix& A, const Matrix& B, Matrix& C,
-                            Backend backend);                       // C = A·Bᵀ (step 3: S = Q·Kᵀ)
-ScaledScores scale(Matrix& S, float factor, Backend backend);       // S' = factor·S (step 4)
-void causal_mask_in_place(const ScaledScores& S, Backend backend);  // S'_ij ← −∞, j > i
+                            Backend backend);                  // C = A·Bᵀ (step 3: S = Q·Kᵀ)
+ScaledScores scale(Matrix& S, float factor, Backend backend);  // S' = factor·S (step 4)
+// Step 4.mask: S'_ij + M_ij for options.mask (a boolean one adds 0 where true, −∞ where false), then
+// −∞ for j > i when options.causal (the lower triangle of n×m, aligned top-left). The fast backends
+// add the mask as they multiply by the factor still pending, so what they return has factor 1.
+ScaledScores mask(const ScaledScores& S, const AttentionOptions& options, Backend backend);
 // α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
@@ -61,9 +64,19 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
 // (which, keeping for the backward, keeps n log-sum-exps).
 std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
                                       bool keep_for_backward = false, Dtype dtype = Dtype::f32);
-// Grads 6–3: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v).
+// … which are its results (O, α or L), and the scratch its kernels use (Kᵀ, packed panels, the fused
+// kernel's per-thread blocks): a batch of heads keeps one set of results per head and one set of
+// scratch per head running at once.
+std::vector<Buffer> attention_result_buffers(std::size_t n, std::size_t m, std::size_t d_v, Backend backend,
+                                             bool keep_for_backward);
+std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                              Backend backend, Dtype dtype);
+// Grads 6–3: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v); likewise results and scratch.
 std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                                                Backend backend);
+std::vector<Buffer> attention_gradient_result_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
+std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                                       Backend backend);
 // Grads 2–1: dQ, dK, dV → dW_Q (d_model×d_k), dW_K, dW_V (d_model×d_v), dX (n×d_model).
 std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
                                                 Backend backend);

@@ -72,9 +72,9 @@ void scaled_dot_product_attention_backward_into(const Matrix& Q, const Matrix& K
                                                 const AttentionResult& forward, const Matrix& dO,
                                                 const AttentionOptions& options, AttentionGradients& g) {
     guards::check_backward_shapes(Q, K, V, forward, dO, options, g);
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run = Plan(options).attention_gradients(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
     guards::check_backward_values(Q, K, V, dO, options);  // float range, before any work
-    const ScopedThreads threads(options.threads);
     const float scale = score_factor(options, Q.cols());
     // [grads 6–3 fused] (dQ, dK, dV) = backward of O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v);  α recomputed from L, never stored
     if (options.backend == Backend::fused)
@@ -96,13 +96,13 @@ SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, co
     guards::check_projection_shapes(X, W_Q_, options.names);
     guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options, {});
     const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run =
         Plan(options).attention_gradients(n, n, d_k, d_v).projection_gradients(n, X.cols(), d_k, d_v).charge();
     // float range of both stages, before any work
     const guards::GradientBounds bounds =
         guards::check_backward_values(projections.Q, projections.K, projections.V, dO, options);
     guards::check_projection_gradient_values(X, W_Q_, W_K_, W_V_, bounds, options.names);
-    const ScopedThreads threads(options.threads);
     Gradients g;
     g.qkv = scaled_dot_product_attention_backward(projections.Q, projections.K, projections.V, result, dO, run);
     projection_gradients_2_1(X, W_Q_, W_K_, W_V_, g.qkv, options.backend, g);
@@ -114,6 +114,7 @@ AttentionPass attention_forward_backward(const Matrix& Q, const Matrix& K, const
     guards::check_attention_shapes(Q, K, V, options, AttentionResult{});
     guards::check_grad_output_shape(Q.rows(), V.cols(), dO, options);
     const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run =
         Plan(options).keeping_for_backward().attention(n, m, d_k, d_v).attention_gradients(n, m, d_k, d_v).charge();
     AttentionPass pass;
@@ -127,6 +128,7 @@ SingleHeadAttention::Pass SingleHeadAttention::forward_backward(const Matrix& X,
     guards::check_projection_shapes(X, W_Q_, options.names);
     const std::size_t n = X.rows(), d_model = X.cols(), d_k = W_Q_.cols(), d_v = W_V_.cols();
     guards::check_grad_output_shape(n, d_v, dO, options);
+    const ScopedThreads threads(options.threads);
     const AttentionOptions run = Plan(options)
                                      .keeping_for_backward()
                                      .projection(n, d_model, d_k, d_v)

@@ -61,8 +61,9 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
     if (Q.cols() != K.cols()) fail(operand(name.Q, Q) + " and " + operand(name.K, K) + " must have the same width d_k");
     if (K.rows() != V.rows())
         fail(operand(name.K, K) + " and " + operand(name.V, V) + " must have the same number of rows m");
-    if (options.causal && Q.rows() != K.rows())
-        fail("a causal mask needs as many queries as keys, got " + operand(name.Q, Q) + " and " + operand(name.K, K));
+    if (options.mask && !options.mask->data) fail("options.mask has no data (pass nullptr for no mask)");
+    if (options.explicit_scale && !(std::isfinite(*options.explicit_scale) && *options.explicit_scale > 0.0f))
+        fail("explicit_scale = " + std::to_string(*options.explicit_scale) + ": the scale must be positive and finite");
     if (options.dtype == Dtype::bf16 && options.backend != Backend::fused)
         fail("dtype bf16 runs on the fused backend only, not on the " + to_string(options.backend) + " backend");
     if (options.dtype == Dtype::bf16 && options.keep_for_backward)
@@ -79,6 +80,20 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
     check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", q * k);
     check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
                       double(V.rows()) * v);
+    if (options.mask && options.mask->kind == ScoreMask::Kind::additive)
+        check_mask_values(who, *options.mask, Q.rows(), K.rows());
+}
+
+void check_mask_values(const std::string& who, const ScoreMask& mask, std::size_t n, std::size_t m) {
+    const auto* terms = static_cast<const float*>(mask.data);
+    for (std::size_t i = 0; i < (mask.row_stride ? n : 1); ++i)
+        for (std::size_t j = 0; j < (mask.col_stride ? m : 1); ++j) {
+            const float t = terms[std::ptrdiff_t(i) * mask.row_stride + std::ptrdiff_t(j) * mask.col_stride];
+            if (std::isnan(t) || t == std::numeric_limits<float>::infinity())
+                throw std::invalid_argument(who + ": the mask's term for query " + std::to_string(i) + ", key " +
+                                            std::to_string(j) + " is " + (std::isnan(t) ? "NaN" : "+∞") +
+                                            " (an additive mask may hold finite numbers and −∞ only)");
+        }
 }
 
 // The backward runs in float32 only: a bf16 forward's rounding has no gradient written for it.

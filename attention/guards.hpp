@@ -8,12 +8,17 @@
 
 namespace attn::guards {
 
-// For scaled_dot_product_attention: Q (n×d_k), K (m×d_k), V (m×d_v), d_k ≥ 1, n = m when causal.
+// For scaled_dot_product_attention: Q (n×d_k), K (m×d_k), V (m×d_v), d_k ≥ 1; a mask with data, and
+// explicit_scale (when set) positive and finite.
 // `out` must not hold Q, K or V itself: the chain writes its results while it still reads them.
 void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
                             const AttentionResult& out);
-// No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step).
+// No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step); an
+// additive mask's terms as check_mask_values.
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
+// Every term an additive mask gives an n×m score matrix is finite or −∞ (std::invalid_argument from `who`
+// naming the first that is NaN or +∞); each term is read once, whatever axis it is broadcast along.
+void check_mask_values(const std::string& who, const ScoreMask& mask, std::size_t n, std::size_t m);
 
 // For the backward: the forward's result has the shapes a forward of Q, K, V gives, with what the
 // backward needs kept (α, or on the fused backend the log-sum-exp), and dO is n×d_v (named by

@@ -58,7 +58,7 @@ struct AttentionOptions {
     // A row that no key may attend has output 0 (and gradient 0), as PyTorch's fused kernels give it.
     const ScoreMask* mask = nullptr;
     Scale scale = Scale::sqrt_dk;
-    // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S).
+    // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S); positive and finite.
     std::optional<float> explicit_scale = std::nullopt;
     // Threads the fast backends may use: 0 for OpenMP's default (OMP_NUM_THREADS, or every core);
     // whatever another library in the process has set, a positive number is what runs.

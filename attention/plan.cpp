@@ -14,19 +14,23 @@ Plan& Plan::keeping_for_backward() {
 }
 
 Plan& Plan::projection(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v) {
+    if (!options_.budget) return *this;  // nothing to charge
     return add(backends::projection_buffers(n, d_model, d_k, d_v, options_.backend));
 }
 
 Plan& Plan::attention(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
+    if (!options_.budget) return *this;  // nothing to charge
     return add(
         backends::attention_buffers(n, m, d_k, d_v, options_.backend, options_.keep_for_backward, options_.dtype));
 }
 
 Plan& Plan::attention_gradients(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
+    if (!options_.budget) return *this;  // nothing to charge
     return add(backends::attention_gradient_buffers(n, m, d_k, d_v, options_.backend));
 }
 
 Plan& Plan::projection_gradients(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v) {
+    if (!options_.budget) return *this;  // nothing to charge
     return add(backends::projection_gradient_buffers(n, d_model, d_k, d_v, options_.backend));
 }
 

@@ -26,6 +26,7 @@ public:
     // Grads 6–3 and grads 2–1.
     Plan& attention_gradients(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
     Plan& projection_gradients(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v);
+    // Each lists nothing without a budget: there is nothing to charge.
     // Buffers listed by the caller (the many-heads entry points list whole stacks of heads), each
     // `copies` times (charged as one, its name saying how many).
     Plan& add(const std::vector<backends::Buffer>& buffers, std::size_t copies = 1);
@@ -33,8 +34,6 @@ public:
     // Charges every buffer listed to options.budget, when there is one (std::length_error naming the
     // first that does not fit: nothing has run), and returns the options the stages run with.
     AttentionOptions charge() const;
-
-    const std::vector<backends::Buffer>& buffers() const { return buffers_; }
 
 private:
     AttentionOptions options_;
@@ -47,7 +46,8 @@ float score_factor(const AttentionOptions& options, std::size_t d_k);
 
 // options.threads for as long as it lives: a positive count is the thread count of every team the
 // kernels start (whatever another library in the process set), restored when the call returns or
-// throws; 0 leaves the caller's count. A negative count is refused (std::invalid_argument).
+// throws; 0 leaves the caller's count. A negative count is refused (std::invalid_argument). Made
+// before the plan, which counts the threads of the kernels' teams.
 class ScopedThreads {
 public:
     explicit ScopedThreads(int threads);

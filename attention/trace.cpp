@@ -7,6 +7,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/plan.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn {
@@ -21,10 +22,12 @@ AttentionTrace trace_forward(const SingleHeadAttention& layer, const Matrix& X, 
     t.X = X;
     auto [Q, K, V] = layer.project(X, options);
     const AttentionResult result = scaled_dot_product_attention(Q, K, V, options);
-    backends::matmul_transposed_into(Q, K, t.S, b);  // step 3
-    t.S_scaled =
-        scaled(t.S, scale_factor(options.scale, Q.cols()));    // step 4: round(scale·S_ij), the bits step 5 reads
-    if (options.causal) t.S_masked = causal_mask(t.S_scaled);  // step 4.mask
+    backends::matmul_transposed_into(Q, K, t.S, b);             // step 3
+    t.S_scaled = scaled(t.S, score_factor(options, Q.cols()));  // step 4: round(scale·S_ij), the bits step 5 reads
+    if (options.causal || options.mask) {                       // step 4.mask, as the naive loops add it
+        t.S_masked = t.S_scaled;
+        backends::mask({t.S_masked, 1.0f}, options, Backend::naive);
+    }
     t.Q = std::move(Q);
     t.K = std::move(K);
     t.V = std::move(V);
@@ -45,8 +48,8 @@ BackwardTrace trace_backward(const SingleHeadAttention& layer, const Matrix& X, 
     t.dO = dO;
     backends::matmul_transposed_into(dO, pass.projections.V, t.d_weights, b);  // grad 6.α
     t.dS_prime = t.d_weights;
-    backends::softmax_gradient_in_place(pass.result.weights, t.dS_prime, b);     // grad 5
-    t.dS = scaled(t.dS_prime, scale_factor(options.scale, layer.W_Q().cols()));  // grad 4
+    backends::softmax_gradient_in_place(pass.result.weights, t.dS_prime, b);  // grad 5
+    t.dS = scaled(t.dS_prime, score_factor(options, layer.W_Q().cols()));     // grad 4
     t.dV = std::move(pass.gradients.qkv.dV);
     t.dQ = std::move(pass.gradients.qkv.dQ);
     t.dK = std::move(pass.gradients.qkv.dK);

@@ -49,6 +49,16 @@ const Matrix Matrix::borrow(const float* data, std::size_t rows, std::size_t col
     return m;
 }
 
+Matrix Matrix::window(float* data, std::size_t rows, std::size_t cols) {
+    Matrix m;
+    m.rows_ = rows;
+    m.cols_ = cols;
+    element_count(rows, cols);
+    m.elements_ = data;
+    m.window_ = true;
+    return m;
+}
+
 // Copies own their values; moves take the storage (or the borrowed memory) along.
 Matrix::Matrix(const Matrix& other)
     : rows_(other.rows_),
@@ -69,14 +79,18 @@ Matrix& Matrix::operator=(Matrix&& other) noexcept {
     cols_ = other.cols_;
     data_ = std::move(other.data_);
     elements_ = other.elements_;
+    window_ = other.window_;
     other.rows_ = other.cols_ = 0;
+    other.window_ = false;
     other.data_.clear();
     other.elements_ = other.data_.data();
     return *this;
 }
 
 void Matrix::resize_for_overwrite(std::size_t rows, std::size_t cols) {
-    const std::size_t count = element_count(rows, cols);  // checked before the shape changes
+    const std::size_t count = element_count(rows, cols);    // checked before the shape changes
+    if (window_ && rows == rows_ && cols == cols_) return;  // written where it looks
+    window_ = false;
     if (data_.size() < count) data_.resize(count);
     elements_ = data_.data();  // a borrowed matrix gets storage of its own
     rows_ = rows;

@@ -52,6 +52,10 @@ public:
     // nothing is copied, and the result is const, so nothing can write through it. This is how the
     // Python module reads a NumPy array in place. A copy of it owns a copy of the values.
     static const Matrix borrow(const float* data, std::size_t rows, std::size_t cols);
+    // A rows×cols window onto memory someone else owns that a kernel may write: one slice of a larger
+    // buffer, filled in place. resize_for_overwrite to this same shape keeps writing there; to another
+    // shape, or once copied or assigned a fresh matrix, it owns storage of its own like any matrix.
+    static Matrix window(float* data, std::size_t rows, std::size_t cols);
 
     Matrix(const Matrix& other);
     Matrix(Matrix&& other) noexcept;
@@ -84,6 +88,7 @@ private:
     std::size_t cols_ = 0;
     std::vector<float, AlignedAllocator<float, matrix_alignment>> data_;
     float* elements_ = nullptr;  // data_.data(), or the memory a borrowed matrix reads
+    bool window_ = false;        // elements_ is someone else's memory, to be written (Matrix::window)
 };
 
 // "3×4": how every error message and printout spells a shape.

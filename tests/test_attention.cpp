@@ -167,14 +167,36 @@ TEST_CASE("shape errors name the op and both shapes", "[attention][errors]") {
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(a, c, a),
                       Contains("scaled_dot_product_attention") && Contains("Q (3×3)") && Contains("K (3×2)"));
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(a, a, b), Contains("K (3×3)") && Contains("V (4×3)"));
-    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(a, b, b, {.causal = true}),
-                      Contains("causal") && Contains("Q (3×3)") && Contains("K (4×3)"));
     CHECK_THROWS_WITH(example_layer().forward(Matrix(3, 5)),
                       Contains("SingleHeadAttention::project") && Contains("X (3×5)") && Contains("W_Q (4×3)"));
     CHECK_THROWS_WITH((attn::SingleHeadAttention{Matrix(4, 3), Matrix(4, 2), Matrix(4, 3)}),
                       Contains("W_Q (4×3)") && Contains("W_K (4×2)"));
     CHECK_THROWS_WITH((attn::SingleHeadAttention{Matrix(4, 3), Matrix(5, 3), Matrix(4, 3)}),
                       Contains("W_Q (4×3)") && Contains("W_K (5×3)"));
+}
+
+TEST_CASE("causal with n ≠ m: query i sees keys 0..i, the triangle aligned top-left", "[attention][mask]") {
+    const Matrix Q{{0.5f, -1.0f}, {1.0f, 0.25f}, {-0.5f, 2.0f}},
+        K{{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}, {2.0f, -1.0f}},
+        V{{1.0f, 2.0f}, {3.0f, -1.0f}, {0.5f, 0.5f}, {-2.0f, 4.0f}};
+    for (const attn::Backend b :
+         {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel, attn::Backend::fused}) {
+        INFO(attn::to_string(b));
+        const auto wide = attn::scaled_dot_product_attention(Q, K, V, {.causal = true, .backend = b});
+        CHECK(wide.output(0, 0) == Approx(1.0).epsilon(1e-6));  // query 0 sees key 0 alone
+        CHECK(wide.output(0, 1) == Approx(2.0).epsilon(1e-6));
+        // query 2 sees keys 0–2 and not key 3: as if key 3 were not there
+        const Matrix K3{{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}}, V3{{1.0f, 2.0f}, {3.0f, -1.0f}, {0.5f, 0.5f}};
+        const auto three = attn::scaled_dot_product_attention(Q, K3, V3, {.backend = b});
+        CHECK(wide.output(2, 0) == Approx(three.output(2, 0)).epsilon(1e-6));
+        CHECK(wide.output(2, 1) == Approx(three.output(2, 1)).epsilon(1e-6));
+        // 4 queries against 3 keys: the last query sees all 3
+        const Matrix Q4{{0.5f, -1.0f}, {1.0f, 0.25f}, {-0.5f, 2.0f}, {0.1f, 0.2f}};
+        const auto tall = attn::scaled_dot_product_attention(Q4, K3, V3, {.causal = true, .backend = b});
+        const auto all = attn::scaled_dot_product_attention(Q4, K3, V3, {.backend = b});
+        CHECK(tall.output(3, 0) == Approx(all.output(3, 0)).epsilon(1e-6));
+        CHECK(tall.output(3, 1) == Approx(all.output(3, 1)).epsilon(1e-6));
+    }
 }
 
 TEST_CASE("zero query rows give zero output rows; one token attends fully to itself", "[attention][edge]") {

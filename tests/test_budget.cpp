@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/heads.hpp"
 #include "matrix/random.hpp"
 #include "matrix/size.hpp"
 #include "simd/simd.hpp"
@@ -25,19 +27,42 @@ std::atomic<bool> counting{false};
 std::mutex record_mutex;
 std::vector<std::size_t>* recorded = nullptr;  // sizes of the counted allocations (allocated while not counting)
 
-[[maybe_unused]] void record(std::size_t bytes) {
-    if (!counting.load(std::memory_order_relaxed) || bytes < 4096) return;
+// The bytes of counted blocks alive now, and the most alive at once since counting began.
+std::atomic<std::uint64_t> live{0}, peak{0};
+
+// Whether a block is counted (4 KiB or more, allocated while counting), after recording its size.
+[[maybe_unused]] bool record(std::size_t bytes) {
+    if (!counting.load(std::memory_order_relaxed) || bytes < 4096) return false;
+    const std::uint64_t now = live.fetch_add(bytes) + bytes;
+    for (std::uint64_t top = peak.load(); now > top && !peak.compare_exchange_weak(top, now);) {}
     const std::lock_guard lock(record_mutex);
     if (recorded->size() < recorded->capacity()) recorded->push_back(bytes);  // never allocates while counting
+    return true;
 }
 
+// Each block carries, just before what the caller gets, where it starts, its size and whether it
+// was counted, so that a delete knows what it frees.
+struct Header {
+    void* start;
+    std::size_t bytes;
+    bool counted;
+};
+constexpr std::size_t front = 64;  // room for the header, and a multiple of every alignment asked here
+
 [[maybe_unused]] void* allocate(std::size_t bytes, std::size_t alignment) {
-    record(bytes);
-    void* p = alignment <= alignof(std::max_align_t)
-                  ? std::malloc(bytes ? bytes : 1)
-                  : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
-    if (!p) throw std::bad_alloc();
+    const std::size_t align = std::max(alignment, alignof(std::max_align_t)), room = std::max(front, align);
+    void* start = std::aligned_alloc(align, (room + bytes + align - 1) / align * align);
+    if (!start) throw std::bad_alloc();
+    void* p = static_cast<char*>(start) + room;
+    static_cast<Header*>(p)[-1] = {start, bytes, record(bytes)};
     return p;
+}
+
+[[maybe_unused]] void release(void* p) {
+    if (!p) return;
+    const Header h = static_cast<Header*>(p)[-1];
+    if (h.counted) live.fetch_sub(h.bytes);
+    std::free(h.start);
 }
 
 // Every allocation counted during `call`, largest first.
@@ -46,6 +71,8 @@ std::vector<std::size_t> allocations_of(Call&& call) {
     std::vector<std::size_t> sizes;
     sizes.reserve(4096);
     recorded = &sizes;
+    live = 0;
+    peak = 0;
     counting = true;
     call();
     counting = false;
@@ -93,10 +120,10 @@ std::string listing(const attn::MemoryBudget& budget, const std::vector<std::siz
 #define ATTN_COUNTS_ALLOCATIONS 1
 void* operator new(std::size_t bytes) { return allocate(bytes, 0); }
 void* operator new(std::size_t bytes, std::align_val_t alignment) { return allocate(bytes, std::size_t(alignment)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { release(p); }
+void operator delete(void* p, std::size_t) noexcept { release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 #endif
 
 using attn::Backend;
@@ -203,4 +230,46 @@ TEST_CASE("a budget too small refuses before the first step, naming the buffer",
         Catch::Contains("S/α (300×300) of steps 3–5 on the parallel backend"));
     CHECK(result.output.empty());  // nothing computed, nothing allocated
     CHECK(result.weights.empty());
+}
+
+// Many heads free each head's scratch before the next head (on the same thread) allocates its own: what
+// must have been charged is the most the call holds at once.
+TEST_CASE("the most many heads hold at once was charged first, forward and backward, on every backend",
+          "[limits][budget][heads]") {
+    std::mt19937 rng(61);
+    // 16 heads: with two threads or more they run several at once, each with its own scratch
+    const attn::HeadsShape q{2, 8, 70, 24}, kv{2, 4, 90, 24};
+    const auto random_heads = [&](attn::HeadsShape s) {
+        return attn::Heads{attn::random_matrix(s.batch * s.heads * s.rows, s.cols, rng), s};
+    };
+    const attn::Heads Q = random_heads(q), K = random_heads(kv), V = random_heads(kv), dO = random_heads(q);
+    (void)attn::simd::blocking();
+    for (const Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        INFO(attn::to_string(b));
+        attn::MemoryBudget budget(std::uint64_t{1} << 30, "the test's budget");
+        const attn::AttentionOptions options{
+            .causal = true, .backend = b, .budget = &budget, .keep_for_backward = true};
+        attn::HeadsResult result;  // empty: nothing of an earlier round is freed while counting
+        const auto forward =
+            allocations_of([&] { result = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), options); });
+        INFO(listing(budget, forward));
+        if (ATTN_COUNTS_ALLOCATIONS) {
+            CHECK(!forward.empty());
+            CHECK(peak.load() <= budget.used());
+        }
+        CHECK(budget.charges().front().what == "O (2×8×70×24) of step 6");
+        attn::MemoryBudget backward_budget(std::uint64_t{1} << 30, "the test's budget");
+        attn::AttentionOptions backward_options = options;
+        backward_options.budget = &backward_budget;
+        const auto backward = allocations_of([&] {
+            (void)attn::scaled_dot_product_attention_backward(Q.view(), K.view(), V.view(), result, dO.view(),
+                                                              backward_options);
+        });
+        INFO(listing(backward_budget, backward));
+        if (ATTN_COUNTS_ALLOCATIONS) {
+            CHECK(!backward.empty());
+            CHECK(peak.load() <= backward_budget.used());
+        }
+        CHECK(backward_budget.charges().front().what == "dQ (2×8×70×24) of grad 3");
+    }
 }
