@@ -73,6 +73,23 @@ def backward(query, key, value, grad_output, attn_mask=None, is_causal=False, sc
     return dq, fold_groups(dk, np.shape(key)), fold_groups(dv, np.shape(value))
 
 
+def magnitudes(query, key, value, grad_output, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """The same sums as forward() and backward(), over absolute values: (output, dq, dk, dv), each
+    element the size of the terms its float sum adds, so that a float32 result may be off by a few
+    roundings of it (where it is 0, so is the result: the row sees no key, or no term reaches it)."""
+    q, k, v = _heads(query, key, value, enable_gqa)
+    _, weights = forward(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+    d_out = np.abs(np.asarray(grad_output, dtype=np.float64))
+    d_weights = d_out @ np.abs(np.swapaxes(v, -1, -2))
+    d_scores = weights * (d_weights + (d_weights * weights).sum(axis=-1, keepdims=True))
+    factor = factor_of(q, scale)
+    output = weights @ np.abs(v)
+    dq = factor * (d_scores @ np.abs(k))
+    dk = factor * (np.swapaxes(d_scores, -1, -2) @ np.abs(q))
+    dv = np.swapaxes(weights, -1, -2) @ d_out
+    return output, dq, fold_groups(dk, np.shape(key)), fold_groups(dv, np.shape(value))
+
+
 def fold_groups(per_query_head, shape):
     """Gradients per query head (..., H, S, ·) summed over each group into the key/value heads' shape."""
     if per_query_head.shape == tuple(shape):
