@@ -104,6 +104,10 @@ void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers) 
     for (const backends::Buffer& buffer : buffers) budget.charge(buffer.bytes, buffer.name);
 }
 
+float score_factor(const AttentionOptions& options, std::size_t d_k) {
+    return options.explicit_scale ? *options.explicit_scale : scale_factor(options.scale, d_k);
+}
+
 float scale_factor(Scale scale, std::size_t d_k) {
     switch (scale) {
         case Scale::sqrt_dk: return 1.0f / std::sqrt(static_cast<float>(d_k));

@@ -31,6 +31,9 @@ struct AttentionTrace {
 
 // The factor with S' = scale·S: 1/√d_k, 1/d_k or 1.
 float scale_factor(Scale scale, std::size_t d_k);
+// The factor a call with these options uses for queries d_k wide: options.explicit_scale when set,
+// else scale_factor(options.scale, d_k).
+float score_factor(const AttentionOptions& options, std::size_t d_k);
 
 // The core: softmax(Q·Kᵀ·scale [+ mask])·V for Q (n×d_k), K (m×d_k), V (m×d_v). With
 // options.budget, every buffer it allocates is charged before the first step.

@@ -60,13 +60,13 @@ float term(const ScoreMask& M, std::size_t i, std::size_t j) {
     return static_cast<const float*>(M.data)[at];
 }
 
-// [naive mask terms] S'_ij ← S'_ij + M_ij
+// the naive loops: S'_ij ← S'_ij + M_ij
 void add_terms_in_place(Matrix& S, const ScoreMask& M) {
     for (std::size_t i = 0; i < S.rows(); ++i)
         for (std::size_t j = 0; j < S.cols(); ++j) S(i, j) += term(M, i, j);
 }
 
-// [naive causal mask] S'_ij ← −∞ for j > i, any n×m
+// the naive loops: S'_ij ← −∞ for j > i, any n×m (the lower triangle aligned top-left)
 void causal_triangle_in_place(Matrix& S) {
     for (std::size_t i = 0; i < S.rows(); ++i)
         for (std::size_t j = i + 1; j < S.cols(); ++j) S(i, j) = neg_inf;

@@ -49,10 +49,6 @@ AttentionOptions Plan::charge() const {
     return run;
 }
 
-float score_factor(const AttentionOptions& options, std::size_t d_k) {
-    return options.explicit_scale ? *options.explicit_scale : scale_factor(options.scale, d_k);
-}
-
 ScopedThreads::ScopedThreads(int threads) {
     if (threads < 0)
         throw std::invalid_argument("scaled_dot_product_attention: threads = " + std::to_string(threads) +

@@ -17,6 +17,7 @@ class Plan {
 public:
     explicit Plan(const AttentionOptions& options) : options_(options) {}
 
+    // The stages below list nothing without a budget: there is nothing to charge.
     // The forward keeps what the backward needs (for a call that runs both): listed and run so.
     Plan& keeping_for_backward();
     // Steps 1–2 for X (n×d_model).
@@ -26,7 +27,6 @@ public:
     // Grads 6–3 and grads 2–1.
     Plan& attention_gradients(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
     Plan& projection_gradients(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v);
-    // Each lists nothing without a budget: there is nothing to charge.
     // Buffers listed by the caller (the many-heads entry points list whole stacks of heads), each
     // `copies` times (charged as one, its name saying how many).
     Plan& add(const std::vector<backends::Buffer>& buffers, std::size_t copies = 1);
@@ -39,10 +39,6 @@ private:
     AttentionOptions options_;
     std::vector<backends::Buffer> buffers_;
 };
-
-// The factor S' = factor·S of these options for queries d_k wide: explicit_scale when set, else
-// scale_factor(options.scale, d_k).
-float score_factor(const AttentionOptions& options, std::size_t d_k);
 
 // options.threads for as long as it lives: a positive count is the thread count of every team the
 // kernels start (whatever another library in the process set), restored when the call returns or

@@ -7,7 +7,6 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/plan.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn {

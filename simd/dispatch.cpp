@@ -15,6 +15,7 @@
 
 #include "matrix/size.hpp"
 #include "simd/kernels.hpp"
+#include "simd/scratch.hpp"
 #include "simd/simd.hpp"
 #include "simd/threads.hpp"
 #include "simd_isas.hpp"
@@ -119,39 +120,35 @@ const Blocking& blocking() {
     return made.try_emplace(k, blocking_for(caches(), 2 * k->width)).first->second;
 }
 
-void matmul_into(const Matrix& A, const Matrix& B, Matrix& C, Threads threads, const Blocking& blocking) {
-    active().matmul_into(A, B, C, threads, blocking);
-}
-void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
-                            const Blocking& blocking) {
-    active().matmul_transposed_into(A, B, scale, C, threads, blocking);
-}
-void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C) {
-    active().matmul_transposed_bf16_into(A, B, scale, C);
-}
-void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                          float* log_sum_exp, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
-    active().fused_attention_into(Q, K, V, scale, causal, O, log_sum_exp, threads, blocking, terms);
-}
-void fused_attention_bf16_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
-                               Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
-    active().fused_attention_bf16_into(Q, K, V, scale, causal, O, threads, blocking, terms);
-}
-void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& O, const Matrix& dO,
-                                   std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
-                                   Matrix& dV, Threads threads, const Blocking& blocking, const ScoreTerms* terms) {
-    active().fused_attention_backward_into(Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking,
-                                           terms);
-}
-// What the kernels of the set in use allocate (their buffers are described in simd/gemm.cpp and
-// simd/fused.cpp). Computed here, for the baseline, from that set's tile width and block sizes: the
-// checked arithmetic builds error strings, and no string code may be compiled into a kernel copy
-// (tests/checks/check_isa_symbols.py says why).
+// Each kernel of the table, forwarded to the set in use.
+#define ATTN_FORWARD(result, name, parameters, arguments) \
+    result name parameters { return active().name arguments; }
+ATTN_FOR_EACH_KERNEL(ATTN_FORWARD)
+#undef ATTN_FORWARD
+
+// What the kernels of the set in use allocate: simd/scratch.hpp's formulas, which the kernels size their
+// buffers with, here for that set's tile width and block sizes and in a count that cannot wrap.
+namespace {
+
+// Sums and products that throw std::length_error rather than wrap (matrix/size.hpp).
+struct CheckedCount {
+    std::uint64_t value;
+    explicit CheckedCount(std::uint64_t v) : value(v) {}
+    friend CheckedCount operator+(CheckedCount a, CheckedCount b) {
+        return CheckedCount(checked_sum(a.value, b.value, "kernel scratch"));
+    }
+    friend CheckedCount operator*(CheckedCount a, CheckedCount b) {
+        return CheckedCount(checked_product(a.value, b.value, "kernel scratch"));
+    }
+};
+
+std::uint64_t bytes(CheckedCount floats) { return (floats * CheckedCount(sizeof(float))).value; }
+
+}  // namespace
+
 std::uint64_t gemm_scratch_bytes(std::size_t /* m: A is read in place */, std::size_t k, std::size_t n) {
-    // the packed panels of B (kc × nc at most), on the calling thread
     const std::size_t NR = tile_columns();
-    const GemmBlocks g = gemm_blocks(blocking(), k, n, NR);
-    return matrix_bytes(std::min(g.kc, k), round_up(std::min(g.nc, n), NR));
+    return bytes(gemm_panel_floats<CheckedCount>(gemm_blocks(blocking(), k, n, NR), k, n, NR));
 }
 
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
@@ -161,55 +158,24 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 }
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
-    const std::size_t BR = blocking().fused_rows, NR = tile_columns();
-    // per thread: the BR×BC score block, a panel of Kᵀ (depth × NR) and one of V (BC keys' depth × NR),
-    // four floats per row (m, ℓ, the new m, e^(m − m')), rows padded to whole batches; bf16 also
-    // rounds the block's rows of Q and one key at a time ((BR + 1) × depth). Depths: d_k and BC floats, or with bf16 their pairs,
-    // floats_per_pair floats each, and BC made even.
-    const bool bf16 = dtype == Dtype::bf16;
-    const std::size_t BC = bf16 ? round_up(blocking().panel_kc, 2) : blocking().panel_kc;
-    const auto depth = [&](std::size_t n) { return bf16 ? (n + 1) / 2 * active().floats_per_pair : n; };
-    const std::size_t padded_rows = round_up(BR, batch_width());
-    const char* what = "fused scratch";
-    const std::uint64_t k_floats = checked_product(checked_sum(NR, bf16 ? BR + 1 : 0, what), depth(d_k), what);
-    const std::uint64_t floats = checked_sum(k_floats, BR * BC + depth(BC) * NR + 4 * padded_rows, what);
-    return checked_product(floats, sizeof(float), what);
+    const bool pairs = dtype == Dtype::bf16;  // per thread, for the tallest block of rows
+    return bytes(fused_scratch<CheckedCount>(d_k, blocking().fused_rows, fused_tile_keys(blocking(), pairs),
+                                             tile_columns(), batch_width(), pairs ? active().floats_per_pair : 0)
+                     .total());
 }
 std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v) {
-    const std::size_t block = fused_backward_keys_per_block(m, blocking()), BC = blocking().panel_kc,
-                      NR = tile_columns();
-    // per thread (simd/fused_backward.cpp): two tiles of block×BC (scores, gradients), each padded by
-    // NR, one panel of max(d_k, d_v, BC)×NR, and the block's Kᵀ (d_k×block); the lanes' dQᵀ and the
-    // two floats per query row are counted by the caller, who knows n
-    const char* what = "fused backward scratch";
-    const std::uint64_t floats = checked_sum(
-        checked_sum(checked_product(std::max({d_k, d_v, BC}), NR, what), checked_product(d_k, block, what), what),
-        2 * (block * BC + NR), what);
-    return checked_product(floats, sizeof(float), what);
+    // per thread; the lanes' dQᵀ and the two floats per query row are counted by the caller, who knows n
+    return bytes(fused_backward_scratch<CheckedCount>(d_k, d_v, fused_backward_keys_per_block(m, blocking()),
+                                                      blocking().panel_kc, tile_columns())
+                     .total());
 }
 
 std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k) {
     return fused_backward_team(n, m, d_k);
 }
-void softmax_rows_in_place(Matrix& S, float scale, Threads threads) {
-    active().softmax_rows_in_place(S, scale, threads);
-}
-void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads) {
-    active().softmax_gradient_rows_in_place(P, G, threads);
-}
-float dot(const float* a, const float* b, std::size_t n) { return active().dot(a, b, n); }
-void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }
-float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum(x, shift); }
-float exp2_and_sum(std::span<float> x, float shift) { return active().exp2_and_sum(x, shift); }
-float row_max(std::span<const float> x) { return active().row_max(x); }
-float fma_chains(std::size_t steps) { return active().fma_chains(steps); }
 float pair_chains(std::size_t steps) {
     if (!active().pair_chains)
         throw std::invalid_argument("pair_chains: instruction set " + isa() + " has no vdpbf16ps");
     return active().pair_chains(steps);
 }
-void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C) {
-    active().matmul_register_tile_into(A, B, C);
-}
-
 }  // namespace attn::simd

@@ -30,6 +30,14 @@
 // strip's last diagonal. The results are bit for bit those of masking the whole tile (the skipped
 // work only ever added zeros); BM_core_long with causal:1 measures what the skipping saves.
 //
+// Terms (a caller's mask or bias, simd.hpp's ScoreTerms): added to each tile of scores as soon as it is
+// written, times log₂e like the scores, only where its row may look (the causal mask applies as well).
+// A −∞ term is one more score of weight 0. A row that has seen only −∞ keeps m = −∞, ℓ = 0 and o = 0
+// (rescale_factors gives it the factor 1, never 2^(−∞ − (−∞)), and its tile is zeroed, not
+// exponentiated); its first finite score makes the factor 2^(−∞) = 0 against sums that are 0. A row
+// that never sees one ends with ℓ = 0: its output row stays 0 and its L is −∞. Without terms the
+// only cost is one test per tile.
+//
 // bf16. fused_attention_bf16_into runs the same blocks with the two products on bfloat16 pairs
 // (simd/bf16.hpp): each block's rows of Q, each packed panel of Kᵀ and of V, and each tile of
 // weights e^(s − m) are rounded to bfloat16 as they are packed, and the register tile steps with
@@ -40,9 +48,9 @@
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
 // (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's rows of Q
-// and one key, in pairs: fused_scratch_bytes(d_k, dtype) in simd/dispatch.cpp. Nothing grows with
-// n or d_v. Each panel is packed and then used at once by every row strip of the block, while it
-// is still in L1.
+// and one key, in pairs: fused_scratch in simd/scratch.hpp, which fused_scratch_bytes(d_k, dtype)
+// budgets. Nothing grows with n or d_v. Each panel is packed and then used at once by every row strip
+// of the block, while it is still in L1.
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
@@ -54,6 +62,7 @@
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
 #include "simd/score_terms.hpp"
+#include "simd/scratch.hpp"
 #include "simd/threads.hpp"
 
 namespace attn::simd::ATTN_ISA {
@@ -68,18 +77,16 @@ struct Scratch {
     Buffer running_max, running_sum;  // m and ℓ per row of the block
     Buffer tile_max, correction;      // per row, for the tile at hand: max(m, the tile's maximum) and e^(m − m')
     Buffer q_pairs;                   // bf16: the block's rows of Q, rounded to pairs, and one more row (a key's)
-    // k_depth, v_depth: the depths of the two products (f32: d_k and the keys of a tile; bf16: the
-    // floats their pairs take); q_floats: the rows of Q that bf16 rounds (0 for f32).
-    void fit(std::size_t k_depth, std::size_t v_depth, std::size_t rows, std::size_t keys, std::size_t q_floats) {
+    // Each buffer at least the size simd/scratch.hpp gives it (the per-row ones are read W rows at a time).
+    void fit(const FusedScratch<std::size_t>& size) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) grow_exactly(b, n);
         };
-        const std::size_t padded_rows = round_up(rows, W);  // the per-row buffers are read W rows at a time
-        grow(scores, rows * keys);
-        grow(k_panel, k_depth * NR);
-        grow(v_panel, v_depth * NR);
-        grow(q_pairs, q_floats);
-        for (Buffer* per_row : {&running_max, &running_sum, &tile_max, &correction}) grow(*per_row, padded_rows);
+        grow(scores, size.scores);
+        grow(k_panel, size.k_panel);
+        grow(v_panel, size.v_panel);
+        grow(q_pairs, size.q_pairs);
+        for (Buffer* per_row : {&running_max, &running_sum, &tile_max, &correction}) grow(*per_row, size.per_row);
     }
 };
 
@@ -244,7 +251,7 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     std::size_t rows = balanced_rows(n, blocking.fused_rows, threads_used, causal && team ? 8 : 1);
     if (causal)
         rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
-    const std::size_t keys = bf16 ? round_up(blocking.panel_kc, 2) : blocking.panel_kc;  // bf16: pairs of keys
+    const std::size_t keys = fused_tile_keys(blocking, bf16);
     const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, keys, terms};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
@@ -255,8 +262,7 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
         [[maybe_unused]] const ModesOf<bf16> modes;
         record_team_size();
         thread_local Scratch scratch;
-        const std::size_t k_depth = depth_of<bf16>(Q.cols());
-        scratch.fit(k_depth, depth_of<bf16>(p.BC), p.BR, p.BC, bf16 ? (p.BR + 1) * k_depth : 0);
+        scratch.fit(fused_scratch<std::size_t>(Q.cols(), p.BR, p.BC, NR, W, bf16 ? floats_per_pair : 0));
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t b = blocks - 1; b >= 0; --b) {  // the bottom (causal: largest) block first
             const std::size_t i0 = static_cast<std::size_t>(b) * p.BR;

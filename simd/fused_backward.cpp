@@ -30,8 +30,12 @@
 // Causal: a query tile wholly before a block of keys is never visited; in a tile that crosses the
 // diagonal, P and dS' are set to 0 past it (a masked α is 0, and so is its gradient).
 //
+// Terms: the forward's, added to each tile of Sᵀ before α is recomputed, so a −∞ term gives α = 0 and
+// a gradient of 0. A query row that saw no key (L = −∞) has α = 0 on its whole row (see the L below).
+//
 // Extra memory: L in base 2 and D (two floats per query row), the lanes' dQᵀ, and per thread two
-// tiles and two panels: fused_backward_scratch_bytes in simd/dispatch.cpp.
+// tiles, a panel and the block's Kᵀ: fused_backward_scratch in simd/scratch.hpp, which
+// fused_backward_scratch_bytes budgets.
 #include <algorithm>
 #include <cmath>
 
@@ -41,6 +45,7 @@
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
 #include "simd/score_terms.hpp"
+#include "simd/scratch.hpp"
 #include "simd/threads.hpp"
 
 namespace attn::simd::ATTN_ISA {
@@ -54,18 +59,18 @@ using Buffer = ScratchBuffer;
 // packed panel, and the block's Kᵀ.
 struct Scratch {
     Buffer scores, gradients, panel, keys_transposed;
-    void fit(std::size_t tile_floats, std::size_t panel_floats, std::size_t key_floats) {
-        for (auto [b, n] : {std::pair{&scores, tile_floats},
-                            {&gradients, tile_floats},
-                            {&panel, panel_floats},
-                            {&keys_transposed, key_floats}})
+    void fit(const FusedBackwardScratch<std::size_t>& size) {  // simd/scratch.hpp
+        for (auto [b, n] : {std::pair{&scores, size.tile},
+                            {&gradients, size.tile},
+                            {&panel, size.panel},
+                            {&keys_transposed, size.keys_transposed}})
             if (b->size() < n) grow_exactly(*b, n);
     }
 };
 
-Scratch& thread_scratch(std::size_t tile_floats, std::size_t panel_floats, std::size_t key_floats) {
+Scratch& thread_scratch(const FusedBackwardScratch<std::size_t>& size) {
     thread_local Scratch scratch;
-    scratch.fit(tile_floats, panel_floats, key_floats);
+    scratch.fit(size);
     return scratch;
 }
 
@@ -222,10 +227,10 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
     const Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block, tile, terms};
     [[maybe_unused]] const std::size_t team_size = threads == Threads::all ? fused_backward_team(n, m, d_k) : 1;
     [[maybe_unused]] const bool team = team_size > 1;
-    const std::size_t tile_floats = block * tile + NR, panel_floats = std::max({d_k, V.cols(), tile}) * NR;
+    const auto scratch_size = fused_backward_scratch<std::size_t>(d_k, V.cols(), block, tile, NR);
 #pragma omp parallel for schedule(dynamic) if (team) num_threads(int(team_size))
     for (std::ptrdiff_t lane = 0; lane < std::ptrdiff_t(dq_lanes); ++lane) {
-        Scratch& scratch = thread_scratch(tile_floats, panel_floats, d_k * block);
+        Scratch& scratch = thread_scratch(scratch_size);
         for (std::ptrdiff_t b = lane; b < blocks;
              b += dq_lanes) {  // causal: the first keys are seen by the most queries
             const std::size_t j0 = static_cast<std::size_t>(b) * block, keys = std::min(block, m - j0);

@@ -44,6 +44,7 @@
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
+#include "simd/scratch.hpp"
 #include "simd/threads.hpp"
 
 namespace attn::simd::ATTN_ISA {
@@ -80,7 +81,7 @@ void gemm(const Matrix& A, const Matrix& B, BLayout layout, float scale, Matrix&
     const GemmBlocks shape = gemm_blocks(blocking, k, n, NR);
     const bool narrow = shape.narrow;
     const std::size_t KC = shape.kc, NC = shape.nc;
-    float* const packed = packing_buffer(std::min(KC, k) * round_up(std::min(NC, n), NR));
+    float* const packed = packing_buffer(gemm_panel_floats<std::size_t>(shape, k, n, NR));
     const std::size_t ldc = C.cols();
     const auto strips = static_cast<std::ptrdiff_t>((m + TALL - 1) / TALL);
     [[maybe_unused]] const bool team = use_team(threads, 2.0 * double(m) * double(n) * double(k), std::size_t(strips));

@@ -15,22 +15,10 @@ extern constinit const Kernels kernels{
     .xsimd_name = xsimd::default_arch::name(),
     .width = W,
     .floats_per_pair = floats_per_pair,
-    .matmul_into = &matmul_into,
-    .matmul_transposed_into = &matmul_transposed_into,
-    .matmul_transposed_bf16_into = &matmul_transposed_bf16_into,
-    .fused_attention_into = &fused_attention_into,
-    .fused_attention_bf16_into = &fused_attention_bf16_into,
-    .fused_attention_backward_into = &fused_attention_backward_into,
-    .softmax_rows_in_place = &softmax_rows_in_place,
-    .softmax_gradient_rows_in_place = &softmax_gradient_rows_in_place,
-    .dot = &dot,
-    .axpy = &axpy,
-    .exp_and_sum = &exp_and_sum,
-    .exp2_and_sum = &exp2_and_sum,
-    .row_max = &row_max,
-    .fma_chains = &fma_chains,
-    .pair_chains = bf16_instructions ? &pair_chains : nullptr,
-    .matmul_register_tile_into = &matmul_register_tile_into,
+#define ATTN_TABLE_ENTRY(result, name, parameters, arguments) .name = &name,
+    ATTN_FOR_EACH_KERNEL(ATTN_TABLE_ENTRY)
+#undef ATTN_TABLE_ENTRY
+        .pair_chains = bf16_instructions ? &pair_chains : nullptr,
 };
 
 }  // namespace attn::simd::ATTN_ISA

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "simd/kernel_list.hpp"
 #include "simd/simd.hpp"
 
 namespace attn::simd {
@@ -17,35 +18,16 @@ namespace {
 
 }  // namespace
 
-void matmul_into(const Matrix&, const Matrix&, Matrix&, Threads, const Blocking&) { refuse("matmul"); }
-void matmul_register_tile_into(const Matrix&, const Matrix&, Matrix&) { refuse("matmul_register_tile"); }
-void matmul_transposed_into(const Matrix&, const Matrix&, float, Matrix&, Threads, const Blocking&) {
-    refuse("matmul_transposed");
-}
-void matmul_transposed_bf16_into(const Matrix&, const Matrix&, float, Matrix&) { refuse("matmul_transposed_bf16"); }
-void fused_attention_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, float*, Threads,
-                          const Blocking&, const ScoreTerms*) {
-    refuse("fused_attention");
-}
-void fused_attention_bf16_into(const Matrix&, const Matrix&, const Matrix&, float, bool, Matrix&, Threads,
-                               const Blocking&, const ScoreTerms*) {
-    refuse("fused_attention_bf16");
-}
-void fused_attention_backward_into(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
-                                   std::span<const float>, float, bool, Matrix&, Matrix&, Matrix&, Threads,
-                                   const Blocking&, const ScoreTerms*) {
-    refuse("fused_attention_backward");
-}
+// Every kernel of simd/kernel_list.hpp, refused under its own name.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define ATTN_REFUSE(result, name, parameters, arguments) \
+    result name parameters { refuse(#name); }
+ATTN_FOR_EACH_KERNEL(ATTN_REFUSE)
+#undef ATTN_REFUSE
+#pragma GCC diagnostic pop
 void causal_mask_in_place(Matrix&, Threads) { refuse("causal_mask"); }
 void add_score_terms_in_place(Matrix&, float, const ScoreTerms&, Threads) { refuse("add_score_terms"); }
-void softmax_rows_in_place(Matrix&, float, Threads) { refuse("softmax_rows"); }
-void softmax_gradient_rows_in_place(const Matrix&, Matrix&, Threads) { refuse("softmax_gradient_rows"); }
-float dot(const float*, const float*, std::size_t) { refuse("dot"); }
-void axpy(float, const float*, float*, std::size_t) { refuse("axpy"); }
-float exp_and_sum(std::span<float>, float) { refuse("exp_and_sum"); }
-float exp2_and_sum(std::span<float>, float) { refuse("exp2_and_sum"); }
-float row_max(std::span<const float>) { refuse("row_max"); }
-float fma_chains(std::size_t) { refuse("fma_chains"); }
 float pair_chains(std::size_t) { refuse("pair_chains"); }
 
 // Nothing to allocate: the backends that would are refused before they start.

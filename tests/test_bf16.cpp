@@ -11,11 +11,12 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 
+#include "masked_reference.hpp"
 #include "matrix/bfloat16.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/random.hpp"
-#include "reference.hpp"
 #include "simd/blocking.hpp"
 #include "simd/simd.hpp"
 
@@ -58,9 +59,11 @@ Matrix model_of_pair_products(const Matrix& A, const Matrix& B, float scale) {
 }
 
 Matrix fused_bf16(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal,
-                  attn::simd::Threads threads = attn::simd::Threads::all) {
+                  attn::simd::Threads threads = attn::simd::Threads::all,
+                  const attn::simd::ScoreTerms* terms = nullptr) {
     Matrix O;
-    attn::simd::fused_attention_bf16_into(Q, K, V, 1.0f / std::sqrt(float(Q.cols())), causal, O, threads);
+    attn::simd::fused_attention_bf16_into(Q, K, V, 1.0f / std::sqrt(float(Q.cols())), causal, O, threads,
+                                          attn::simd::blocking(), terms);
     return O;
 }
 
@@ -167,17 +170,59 @@ TEST_CASE("at the same vector width the emulation gives vdpbf16ps's bits, where 
     }
 }
 
-TEST_CASE("bf16 fused attention is within the bound its rounding allows of the float64 reference", "[bf16]") {
-    // The bound, for row i and column c, u = 2⁻⁸ (bfloat16's rounding), ε = 2⁻²³ (a float's, doubled):
-    // - each q_p, k_p moves by at most u of itself, so q̂·k̂ moves by at most (2u + u²)·Σ|q_p·k_p|
-    //   ≤ (2u + u²)·‖q_i‖·‖k_j‖, and the float sum of d_k products by d_k·ε of the same; times the scale,
-    //   every score of row i moves by at most E_i = scale·(2u + u² + d_k·ε)·‖q_i‖·max_j ‖k_j‖;
-    // - scores that each move by at most E move every softmax weight by a factor within e^(±2E);
-    // - each weight is rounded (1 ± u) and so is each v_jc (1 ± u); the float sums of m terms, the
-    //   tiles' rescalings and the division add (m + 64)·ε relatively at most;
-    // so |Ô_ic − O_ic| ≤ Σ_j α_ij·|v_jc|·((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1)
-    //                  ≤ max_j |v_jc| · ((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1).
+namespace {
+
+// The bound of bf16's error, for row i and column c, u = 2⁻⁸ (bfloat16's rounding), ε = 2⁻²³ (a
+// float's, doubled):
+// - each q_p, k_p moves by at most u of itself, so q̂·k̂ moves by at most (2u + u²)·Σ|q_p·k_p|
+//   ≤ (2u + u²)·‖q_i‖·‖k_j‖, and the float sum of d_k products by d_k·ε of the same; times the scale,
+//   every score of row i moves by at most E_i = scale·(2u + u² + d_k·ε)·‖q_i‖·max_j ‖k_j‖, and by
+//   2ε·max |term| more where terms are added (the term and its sum with the product, rounded);
+// - scores that each move by at most E move every softmax weight by a factor within e^(±2E);
+// - each weight is rounded (1 ± u) and so is each v_jc (1 ± u); the float sums of m terms, the
+//   tiles' rescalings and the division add (m + 64)·ε relatively at most;
+// so |Ô_ic − O_ic| ≤ Σ_j α_ij·|v_jc|·((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1)
+//                  ≤ max_j |v_jc| · ((1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1), j over the keys row i sees.
+// Each error is REQUIREd within its bound; returned: the largest fraction of its bound an error used,
+// and the largest error.
+std::pair<double, double> bf16_errors(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal,
+                                      const masked_reference::Terms* terms) {
     const double u = 0x1p-8, eps = 0x1p-23;
+    const std::size_t n = Q.rows(), m = K.rows(), d = Q.cols();
+    Matrix got;
+    const attn::simd::ScoreTerms view = terms ? terms->view() : attn::simd::ScoreTerms{};
+    attn::simd::fused_attention_bf16_into(Q, K, V, 1.0f / std::sqrt(float(d)), causal, got, attn::simd::Threads::all,
+                                          attn::simd::blocking(), terms ? &view : nullptr);
+    const auto want = masked_reference::forward(Q, K, V, 1.0 / std::sqrt(double(d)), causal, terms).O;
+    const double scale = 1.0 / std::sqrt(double(d)), longest_key = attn::max_row_norm(K);
+    double largest_term = 0.0;
+    if (terms && !terms->boolean)
+        for (const float t : terms->floats)
+            if (std::isfinite(t)) largest_term = std::max(largest_term, double(std::fabs(t)));
+    double worst_ratio = 0.0, largest_error = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double E =
+            scale * (2 * u + u * u + double(d) * eps) * attn::norm(Q.row(i)) * longest_key + 2 * eps * largest_term;
+        const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + double(m + 64) * eps) - 1;
+        for (std::size_t c = 0; c < V.cols(); ++c) {
+            double largest_v = 0.0;
+            for (std::size_t j = 0; j < m && !(causal && j > i); ++j)
+                if (!terms || std::isfinite(terms->at(i, j)))
+                    largest_v = std::max(largest_v, double(std::fabs(V(j, c))));
+            const double error = std::fabs(got(i, c) - want[i][c]), bound = largest_v * factor;
+            INFO((causal ? "causal " : "") << "n=" << n << " d=" << d << " O[" << i << "][" << c << "] = " << got(i, c)
+                                           << ", float64 " << want[i][c]);
+            REQUIRE(error <= bound);
+            if (bound > 0) worst_ratio = std::max(worst_ratio, error / bound);
+            largest_error = std::max(largest_error, error);
+        }
+    }
+    return {worst_ratio, largest_error};
+}
+
+}  // namespace
+
+TEST_CASE("bf16 fused attention is within the bound its rounding allows of the float64 reference", "[bf16]") {
     std::mt19937 rng(75);
     double worst_ratio = 0.0, largest_change = 0.0;
     for (const bool causal : {false, true}) {
@@ -186,27 +231,9 @@ TEST_CASE("bf16 fused attention is within the bound its rounding allows of the f
                 const std::size_t m = causal ? n : n + 17;
                 const Matrix Q = random_matrix(n, d, rng, -2, 2), K = random_matrix(m, d, rng, -2, 2),
                              V = random_matrix(m, d, rng);
-                const Matrix got = fused_bf16(Q, K, V, causal);
-                const auto want = reference::attention(reference::from(Q), reference::from(K), reference::from(V),
-                                                       std::sqrt(double(d)), causal)
-                                      .output;
-                const double scale = 1.0 / std::sqrt(double(d)), longest_key = attn::max_row_norm(K);
-                for (std::size_t i = 0; i < n; ++i) {
-                    const double E = scale * (2 * u + u * u + double(d) * eps) * attn::norm(Q.row(i)) * longest_key;
-                    const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + double(m + 64) * eps) - 1;
-                    const std::size_t visible = causal ? i + 1 : m;
-                    for (std::size_t c = 0; c < d; ++c) {
-                        double largest_v = 0.0;
-                        for (std::size_t j = 0; j < visible; ++j)
-                            largest_v = std::max(largest_v, double(std::fabs(V(j, c))));
-                        const double error = std::fabs(got(i, c) - want[i][c]), bound = largest_v * factor;
-                        INFO((causal ? "causal " : "") << "n=" << n << " d=" << d << " O[" << i << "][" << c
-                                                       << "] = " << got(i, c) << ", float64 " << want[i][c]);
-                        REQUIRE(error <= bound);
-                        worst_ratio = std::max(worst_ratio, error / bound);
-                        largest_change = std::max(largest_change, error);
-                    }
-                }
+                const auto [ratio, error] = bf16_errors(Q, K, V, causal, nullptr);
+                worst_ratio = std::max(worst_ratio, ratio);
+                largest_change = std::max(largest_change, error);
             }
         }
     }
@@ -215,14 +242,39 @@ TEST_CASE("bf16 fused attention is within the bound its rounding allows of the f
     CHECK(largest_change > 1e-4);
 }
 
+TEST_CASE("bf16 fused attention with score terms is within the same bound, on every instruction set", "[bf16][terms]") {
+    std::mt19937 rng(77);
+    const std::string before = attn::simd::isa();
+    double largest_change = 0.0;
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        attn::simd::set_isa(isa);
+        for (const bool causal : {false, true})
+            for (const auto& [n, m] : {std::pair<std::size_t, std::size_t>{37, 300}, {300, 37}, {129, 129}})
+                for (const bool boolean : {false, true})
+                    for (const auto layout : {masked_reference::Layout::full, masked_reference::Layout::per_key}) {
+                        INFO(isa << (boolean ? ", flags" : ", floats") << ", layout " << int(layout));
+                        const Matrix Q = random_matrix(n, 40, rng, -2, 2), K = random_matrix(m, 40, rng, -2, 2),
+                                     V = random_matrix(m, 24, rng);
+                        auto terms = masked_reference::random_terms(n, m, boolean, layout, 0.3, rng);
+                        if (layout == masked_reference::Layout::full) terms.mask_row(n / 3, m);
+                        largest_change = std::max(largest_change, bf16_errors(Q, K, V, causal, &terms).second);
+                    }
+    }
+    attn::simd::set_isa(before);
+    CHECK(largest_change > 1e-4);
+}
+
 TEST_CASE("bf16 fused attention gives the same bits for 1 and 2 threads", "[bf16][parallel]") {
     std::mt19937 rng(76);
     const Matrix Q = random_matrix(700, 64, rng), K = random_matrix(700, 64, rng), V = random_matrix(700, 64, rng);
-    for (const bool causal : {false, true}) {
-        attn::simd::set_max_threads(1);
-        const Matrix one = fused_bf16(Q, K, V, causal);
-        attn::simd::set_max_threads(2);
-        const Matrix two = fused_bf16(Q, K, V, causal);
-        CHECK(same_bits(one, two));
-    }
+    const auto mask = masked_reference::random_terms(700, 700, true, masked_reference::Layout::full, 0.3, rng);
+    const attn::simd::ScoreTerms terms = mask.view();
+    for (const bool causal : {false, true})
+        for (const attn::simd::ScoreTerms* given : {static_cast<const attn::simd::ScoreTerms*>(nullptr), &terms}) {
+            attn::simd::set_max_threads(1);
+            const Matrix one = fused_bf16(Q, K, V, causal, attn::simd::Threads::all, given);
+            attn::simd::set_max_threads(2);
+            const Matrix two = fused_bf16(Q, K, V, causal, attn::simd::Threads::all, given);
+            CHECK(same_bits(one, two));
+        }
 }

@@ -2,11 +2,17 @@
 // scores, any thread count, and a sequence whose score matrix would need 1 GiB.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "attention/attention.hpp"
 #include "check_close.hpp"
+#include "masked_reference.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"
@@ -140,4 +146,164 @@ TEST_CASE("n = 16384, d = 64: where S would need 1 GiB, fused runs and matches r
         const auto want = reference::attention_row(Q_ref[i], K_ref, V_ref, std::sqrt(double(d)), causal ? i + 1 : n);
         for (std::size_t k = 0; k < d; ++k) CHECK(O(i, k) == Approx(want.output[0][k]).epsilon(1e-5).margin(1e-6));
     }
+}
+
+namespace {
+
+using masked_reference::Layout;
+using masked_reference::Terms;
+
+// The fused forward (with its log-sum-exp) and backward, with or without terms.
+struct FusedRun {
+    Matrix O;
+    std::vector<float> lse;
+    Matrix dQ, dK, dV;
+};
+
+FusedRun fused_with_terms(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO, float scale, bool causal,
+                          const Terms* terms, attn::simd::Threads threads = attn::simd::Threads::all) {
+    FusedRun r;
+    r.lse.resize(Q.rows());
+    const attn::simd::ScoreTerms view = terms ? terms->view() : attn::simd::ScoreTerms{};
+    const attn::simd::ScoreTerms* given = terms ? &view : nullptr;
+    attn::simd::fused_attention_into(Q, K, V, scale, causal, r.O, r.lse.data(), threads, attn::simd::blocking(), given);
+    attn::simd::fused_attention_backward_into(Q, K, V, r.O, dO, r.lse, scale, causal, r.dQ, r.dK, r.dV, threads,
+                                              attn::simd::blocking(), given);
+    return r;
+}
+
+bool any_nan(const Matrix& M) {
+    return std::any_of(M.data(), M.data() + M.size(), [](float x) { return std::isnan(x); });
+}
+
+bool same_bits(const Matrix& a, const Matrix& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::equal(a.data(), a.data() + a.size(), b.data(), [](float x, float y) {
+               return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+           });
+}
+
+// The run against the float64 reference: O, the log-sum-exp (−∞ exactly where a row sees no key, and
+// there an output row of exact zeros and a zero gradient) and the three gradients; no NaN anywhere.
+void check_against_reference(const FusedRun& got, const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                             float scale, bool causal, const Terms* terms) {
+    const auto want = masked_reference::forward(Q, K, V, scale, causal, terms);
+    check_close(got.O, want.O, 2e-5, 2e-5);
+    for (std::size_t i = 0; i < Q.rows(); ++i) {
+        INFO("row " << i << ": log-sum-exp " << got.lse[i] << ", float64 " << want.lse[i]);
+        if (want.lse[i] == masked_reference::minus_inf) {
+            REQUIRE(got.lse[i] == -INFINITY);
+            for (std::size_t c = 0; c < got.O.cols(); ++c) REQUIRE(got.O(i, c) == 0.0f);
+            for (std::size_t c = 0; c < got.dQ.cols(); ++c) REQUIRE(got.dQ(i, c) == 0.0f);
+        } else {
+            REQUIRE(std::fabs(got.lse[i] - want.lse[i]) <= 2e-5 * (1 + std::fabs(want.lse[i])));
+        }
+    }
+    for (const Matrix* M : {&got.O, &got.dQ, &got.dK, &got.dV}) REQUIRE_FALSE(any_nan(*M));
+    const auto grads = masked_reference::backward(Q, K, V, dO, scale, causal, terms);
+    check_close(got.dQ, grads.dQ, 1e-5, 1e-4);
+    check_close(got.dK, grads.dK, 1e-5, 1e-4);
+    check_close(got.dV, grads.dV, 1e-5, 1e-4);
+}
+
+// Runs f once with each instruction set this CPU runs, then goes back to the set in use before.
+template <class F>
+void on_every_isa(F f) {
+    const std::string before = attn::simd::isa();
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        INFO("instruction set " << isa);
+        attn::simd::set_isa(isa);
+        f();
+    }
+    attn::simd::set_isa(before);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "fused forward and backward with score terms equal float64: flags and floats, full and broadcast, "
+    "causal for n < m and n > m, on every instruction set",
+    "[fused][terms]") {
+    std::mt19937 rng(31);
+    on_every_isa([&] {
+        for (const auto& [n, m] : {std::pair<std::size_t, std::size_t>{1, 9}, {37, 53}, {53, 37}, {300, 257}}) {
+            const Matrix Q = random_matrix(n, 24, rng, -2, 2), K = random_matrix(m, 24, rng, -2, 2),
+                         V = random_matrix(m, 16, rng), dO = random_matrix(n, 16, rng);
+            const float scale = 1.0f / std::sqrt(24.0f);
+            for (const bool causal : {false, true}) {
+                INFO((causal ? "causal " : "") << n << "×" << m << ", no terms");
+                check_against_reference(fused_with_terms(Q, K, V, dO, scale, causal, nullptr), Q, K, V, dO, scale,
+                                        causal, nullptr);
+                for (const bool boolean : {false, true})
+                    for (const Layout layout : {Layout::full, Layout::per_key, Layout::per_query}) {
+                        INFO((causal ? "causal " : "")
+                             << n << "×" << m << (boolean ? ", flags" : ", floats") << ", layout " << int(layout));
+                        Terms terms = masked_reference::random_terms(n, m, boolean, layout, 0.3, rng);
+                        if (layout != Layout::per_key) terms.mask_row(n / 2, m);  // one row sees no key
+                        check_against_reference(fused_with_terms(Q, K, V, dO, scale, causal, &terms), Q, K, V, dO,
+                                                scale, causal, &terms);
+                    }
+            }
+        }
+    });
+}
+
+TEST_CASE("rows no key may attend: output 0, log-sum-exp −∞, gradient 0, and no NaN", "[fused][terms]") {
+    std::mt19937 rng(32);
+    on_every_isa([&] {
+        // row 5 sees nothing for two tiles and more before its one key, `last`
+        const std::size_t n = 40, tile = attn::simd::blocking().panel_kc, m = 2 * tile + 60, last = 2 * tile + 30;
+        const Matrix Q = random_matrix(n, 16, rng), K = random_matrix(m, 16, rng), V = random_matrix(m, 8, rng),
+                     dO = random_matrix(n, 8, rng);
+        for (const bool boolean : {false, true}) {
+            // every key hidden from every row (a padding mask of zeros)
+            Terms none = masked_reference::random_terms(n, m, boolean, Layout::per_key, 0.0, rng);
+            none.mask_row(0, m);
+            const FusedRun hidden = fused_with_terms(Q, K, V, dO, 0.25f, false, &none);
+            CHECK(std::all_of(hidden.O.data(), hidden.O.data() + hidden.O.size(), [](float x) { return x == 0.0f; }));
+            CHECK(std::all_of(hidden.lse.begin(), hidden.lse.end(), [](float x) { return x == -INFINITY; }));
+            for (const Matrix* g : {&hidden.dQ, &hidden.dK, &hidden.dV})
+                CHECK(std::all_of(g->data(), g->data() + g->size(), [](float x) { return x == 0.0f; }));
+            // causal with key 0 hidden: row 0 sees nothing; row 5 sees only key `last` (its terms, not the mask)
+            Terms terms = masked_reference::random_terms(n, m, boolean, Layout::full, 0.2, rng);
+            terms.mask_row(5, m);
+            if (boolean) terms.keep[5 * m + last] = 1;
+            else terms.floats[5 * m + last] = 0.5f;
+            terms.mask_row(0, 1);
+            for (const bool causal : {false, true}) {
+                INFO((causal ? "causal" : "full") << (boolean ? ", flags" : ", floats"));
+                const FusedRun got = fused_with_terms(Q, K, V, dO, 0.25f, causal, &terms);
+                check_against_reference(got, Q, K, V, dO, 0.25f, causal, &terms);
+                if (!causal)
+                    for (std::size_t c = 0; c < V.cols(); ++c) CHECK(got.O(5, c) == Approx(V(last, c)).margin(1e-6));
+            }
+        }
+    });
+}
+
+TEST_CASE("fused forward and backward with score terms give the same bits for 1 and 2 threads",
+          "[fused][terms][parallel]") {
+    if (!several_thread_counts()) return;
+    std::mt19937 rng(33);
+    const std::size_t n = 700, m = 650;
+    const Matrix Q = random_matrix(n, 48, rng), K = random_matrix(m, 48, rng), V = random_matrix(m, 20, rng),
+                 dO = random_matrix(n, 20, rng);
+    const int before = attn::simd::max_threads();
+    for (const bool boolean : {false, true})
+        for (const bool causal : {false, true}) {
+            Terms terms = masked_reference::random_terms(n, m, boolean, Layout::full, 0.3, rng);
+            terms.mask_row(3, m);
+            attn::simd::set_max_threads(1);
+            const FusedRun one = fused_with_terms(Q, K, V, dO, 0.125f, causal, &terms);
+            CHECK(attn::simd::last_team_size() == 1);
+            attn::simd::set_max_threads(2);
+            const FusedRun two = fused_with_terms(Q, K, V, dO, 0.125f, causal, &terms);
+            CHECK(attn::simd::last_team_size() == 2);  // the forward's team
+            CHECK(same_bits(one.O, two.O));
+            CHECK(std::equal(one.lse.begin(), one.lse.end(), two.lse.begin()));
+            CHECK(same_bits(one.dQ, two.dQ));
+            CHECK(same_bits(one.dK, two.dK));
+            CHECK(same_bits(one.dV, two.dV));
+        }
+    attn::simd::set_max_threads(before);
 }

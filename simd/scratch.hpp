@@ -1,0 +1,70 @@
+// simd/scratch.hpp — each kernel's scratch memory, defined once. The kernels size their buffers with
+// these formulas in plain std::size_t (what they allocate was budgeted before the call); the budget
+// functions of simd/dispatch.cpp evaluate the same formulas in a count whose sums and products refuse
+// to overflow. That checked count builds error strings, so only the baseline instantiates it: no
+// string code in a kernel copy (tests/checks/check_isa_symbols.py). Internal linkage keeps every
+// object's instances its own.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "simd/blocking.hpp"
+
+namespace attn::simd {
+
+namespace {
+
+// The GEMM's packed panels of B (depth k, width n), on the calling thread: a kc × nc block at most,
+// its width in whole panels of nr floats (simd/gemm.cpp).
+template <class Count>
+Count gemm_panel_floats(const GemmBlocks& blocks, std::size_t k, std::size_t n, std::size_t nr) {
+    return Count(std::min(blocks.kc, k)) * Count(round_up(std::min(blocks.nc, n), nr));
+}
+
+// Keys in a tile of the fused forward: panel_kc, made even when the products are on bfloat16 pairs
+// (a tile's weights pair up in place).
+inline std::size_t fused_tile_keys(const Blocking& blocking, bool pairs) {
+    return pairs ? round_up(blocking.panel_kc, 2) : blocking.panel_kc;
+}
+
+// One thread's scratch of the fused forward (simd/fused.cpp), in floats per buffer.
+template <class Count>
+struct FusedScratch {
+    Count scores;   // the rows × keys score block
+    Count k_panel;  // a panel of Kᵀ: the depth of d_k × nr
+    Count v_panel;  // a panel of V: the depth of a tile's keys × nr
+    Count q_pairs;  // with pairs: the block's rows of Q and one key's row (else 0)
+    Count per_row;  // each of m, ℓ, the new m and e^(m − m'): the rows padded to whole batches of w
+    Count total() const { return scores + k_panel + v_panel + q_pairs + per_row * Count(4); }
+};
+
+// floats_per_pair: 0 for products on floats, else what a bfloat16 pair takes (1 or 2 floats): a depth
+// of n elements is then ⌈n/2⌉ pairs.
+template <class Count>
+FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t keys, std::size_t nr, std::size_t w,
+                                  std::size_t floats_per_pair) {
+    const auto depth = [&](std::size_t n) { return Count(floats_per_pair ? (n + 1) / 2 * floats_per_pair : n); };
+    return {Count(rows) * Count(keys), depth(d_k) * Count(nr), depth(keys) * Count(nr),
+            floats_per_pair ? (Count(rows) + Count(1)) * depth(d_k) : Count(0), Count(round_up(rows, w))};
+}
+
+// One thread's scratch of the fused backward (simd/fused_backward.cpp), in floats per buffer.
+template <class Count>
+struct FusedBackwardScratch {
+    Count tile;             // each of the two block × tile tiles (scores, gradients), padded by nr
+    Count panel;            // one packed panel: max(d_k, d_v, tile) × nr
+    Count keys_transposed;  // the block's Kᵀ: d_k × block
+    Count total() const { return tile * Count(2) + panel + keys_transposed; }
+};
+
+template <class Count>
+FusedBackwardScratch<Count> fused_backward_scratch(std::size_t d_k, std::size_t d_v, std::size_t block,
+                                                   std::size_t tile, std::size_t nr) {
+    return {Count(block) * Count(tile) + Count(nr), Count(std::max({d_k, d_v, tile})) * Count(nr),
+            Count(d_k) * Count(block)};
+}
+
+}  // namespace
+
+}  // namespace attn::simd
