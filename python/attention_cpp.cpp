@@ -29,7 +29,6 @@
 #include "attention/heads.hpp"
 #include "lesson/json.hpp"
 #include "lesson/walk.hpp"
-#include "simd/simd.hpp"
 
 namespace py = pybind11;
 
@@ -449,7 +448,6 @@ py::dict build_info() {
     d["supported"] = b.supported;
     d["openmp"] = b.openmp;
     d["threads"] = b.openmp ? every_core() : 1;  // what threads=None runs on, whatever another library set
-    d["last_team"] = attn::simd::last_team_size();
     d["cpu"] = b.cpu;
     d["caches"] = b.caches;
     d["blocks"] = b.blocks;
@@ -519,6 +517,5 @@ PYBIND11_MODULE(attention_cpp, m) {
           "The forward and its backward in one call, with the forward's arguments: returns (dq, dk, dv) for\n"
           "grad_output = ∂L/∂O (N..., H, L, E_v); a key/value head shared by a group of query heads gets their sum.");
     m.def("build_info", &build_info,
-          "What this build runs: instruction set, caches and block sizes; threads: what threads=None runs on;\n"
-          "last_team: the threads of the last team a kernel started.");
+          "What this build runs: instruction set, caches and block sizes; threads: what threads=None runs on.");
 }

@@ -7,7 +7,7 @@ torch is imported before the module and keeps its own thread count (torch.set_nu
 --torch-threads says otherwise): both use libgomp, whose count torch sets for the whole process. One
 prefill call, B = 1, H = --heads, L = S = --n, E = E_v = --width, on the fused backend, is timed with
 threads=1 and with threads=None (every core this process may use): the median of 7 runs each, with
-the team size the call ran on and the machine's CPU and thread counts. A measurement, not a test: run
+the machine's CPU and thread counts. A measurement, not a test: run
 it on a quiet machine (check `ps` first); it prints, and records nothing.
 """
 import argparse
@@ -58,8 +58,7 @@ def main():
         call = lambda: ac.scaled_dot_product_attention(q, q, q, threads=threads)  # noqa: E731
         call()  # warm: the team's threads started, the pages touched
         seconds = median_seconds(call)
-        print(f"threads={threads}: median of {RUNS} runs {seconds * 1e3:.2f} ms ({flops / seconds / 1e9:.1f} GFLOP/s), "
-              f"team of {ac.build_info()['last_team']}")
+        print(f"threads={threads}: median of {RUNS} runs {seconds * 1e3:.2f} ms ({flops / seconds / 1e9:.1f} GFLOP/s)")
 
 
 if __name__ == "__main__":
