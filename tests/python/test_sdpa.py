@@ -84,7 +84,7 @@ def make_case(number, backend, dtype, layout, mask, draw, pattern):
     normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     case = SimpleNamespace(
         id=f"{number}-{backend}-{dtype}-rank{rank}-{layout}-{mask}", backend=backend, dtype=dtype, rank=rank,
-        layout=layout, mask=mask, pattern=None, fully_masked=False, layout_of_inputs="C-contiguous float32",
+        layout=layout, mask=mask, pattern=None, fully_masked=False,
         query=normal(*leading, *heads, L, E), key=normal(*leading, *kv_heads, S, E),
         value=normal(*leading, *kv_heads, S, E_v), grad_output=normal(*leading, *heads, L, E_v),
         attn_mask=None, is_causal=mask == "causal", scale=None if rng.random() < 0.5 else float(rng.uniform(0.05, 1.5)),
