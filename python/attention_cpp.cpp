@@ -79,6 +79,23 @@ attn::lesson::Lang lang_named(const std::string& name) {
     throw py::value_error("lang must be en or zh, got '" + name + "'");
 }
 
+// The threads every call runs on (scaled_dot_product_attention's threads=None): every core this
+// process may use, counted as OpenMP counts them before another library sets its own count:
+// OMP_NUM_THREADS when set (its first number), else the CPUs this process may run on; at most
+// OMP_THREAD_LIMIT.
+int every_core() {
+    const py::module_ os = py::module_::import("os");
+    const auto number = [](const char* variable) {
+        return std::getenv(variable) ? std::atoi(std::getenv(variable)) : 0;
+    };
+    int threads = number("OMP_NUM_THREADS");
+    if (threads <= 0)
+        threads = py::hasattr(os, "sched_getaffinity") ? int(py::len(os.attr("sched_getaffinity")(0)))
+                                                       : os.attr("cpu_count")().cast<int>();
+    const int limit = number("OMP_THREAD_LIMIT");
+    return limit > 0 ? std::min(threads, limit) : threads;
+}
+
 // The options of one call, and the budget that max_memory (bytes) asks for: like attn run's
 // --max-memory, every buffer the library allocates is charged before the first step, and a call
 // that would not fit is refused by name. (The arrays passed in are the caller's, not charged.)
@@ -89,6 +106,7 @@ struct Call {
         options.backend = backend_named(backend);
         options.scale = scale_named(scale);
         options.causal = causal;
+        options.threads = every_core();
         if (max_memory) options.budget = &budget.emplace(*max_memory, "the max_memory limit");
     }
 };
@@ -342,22 +360,6 @@ Mask score_mask(const py::handle& attn_mask, const Operand& q, const Operand& k)
     return {view, mask};
 }
 
-// What threads=None means: every core this process may use, counted as OpenMP counts them before
-// another library sets its own count: OMP_NUM_THREADS when set (its first number), else the CPUs
-// this process may run on; at most OMP_THREAD_LIMIT.
-int every_core() {
-    const py::module_ os = py::module_::import("os");
-    const auto number = [](const char* variable) {
-        return std::getenv(variable) ? std::atoi(std::getenv(variable)) : 0;
-    };
-    int threads = number("OMP_NUM_THREADS");
-    if (threads <= 0)
-        threads = py::hasattr(os, "sched_getaffinity") ? int(py::len(os.attr("sched_getaffinity")(0)))
-                                                       : os.attr("cpu_count")().cast<int>();
-    const int limit = number("OMP_THREAD_LIMIT");
-    return limit > 0 ? std::min(threads, limit) : threads;
-}
-
 int threads_for(std::optional<int> threads) {
     if (!threads) return every_core();
     if (*threads < 1)
@@ -464,7 +466,8 @@ PYBIND11_MODULE(attention_cpp, m) {
         "C-contiguous float32 arrays are read in place, without a copy; "
         "any other array (float64, transposed, strided) is converted to a C-contiguous float32 copy first. "
         "Bad input raises ValueError with the message attn prints. max_memory (bytes) refuses a call whose "
-        "buffers would not fit, before any work, as attn run --max-memory does.";
+        "buffers would not fit, before any work, as attn run --max-memory does. Every call runs on every core "
+        "this process may use (OMP_NUM_THREADS when set), whatever another library such as torch set.";
     const auto no_memory_limit = std::optional<std::uint64_t>();
     m.def("attention", &attention, "Q"_a, "K"_a, "V"_a, py::kw_only(), "backend"_a = "fused", "scale"_a = "sqrt",
           "causal"_a = false, "dtype"_a = "f32", "max_memory"_a = no_memory_limit,
