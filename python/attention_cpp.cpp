@@ -1,25 +1,32 @@
 // python/attention_cpp.cpp — the library as a Python module (pybind11): NumPy arrays in, NumPy arrays
 // out, the same chain, kernels and checks as `attn`, so a notebook can put the project beside its own
-// PyTorch or NumPy code. This file only converts: arrays to Matrix and back, strings to options, the
-// library's refusals to ValueError. It knows nothing of the kernels.
+// PyTorch or NumPy code. This file only converts: arrays to Matrix and heads and back, strings to
+// options, the library's refusals to ValueError. It knows nothing of the kernels.
 //
-// Reading without a copy: a C-contiguous float32 array is read in place (Matrix::borrow), so the
-// kernel reads the array's own buffer; any other array (float64, a transposed view, a slice with
-// strides) is first converted by NumPy into a C-contiguous float32 copy. Results come back as arrays
-// that own the Matrix the library filled, again without a copy. The GIL is released while the
+// Reading without a copy: a C-contiguous float32 array is read in place (Matrix::borrow, HeadsView),
+// so the kernel reads the array's own buffer; any other array (float64, a transposed view, a slice
+// with strides) is first converted by NumPy into a C-contiguous float32 copy. Results come back as
+// arrays that own the Matrix the library filled, again without a copy. The GIL is released while the
 // library runs, so other Python threads go on.
+//
+// scaled_dot_product_attention takes PyTorch's arguments with PyTorch's meaning: (N..., H, L, E)
+// arrays whose leading dimensions N... become the library's batch B, and attn_mask as a ScoreMask
+// over NumPy's broadcast view of it.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/heads.hpp"
 #include "lesson/json.hpp"
 #include "lesson/walk.hpp"
 
@@ -39,13 +46,13 @@ const Matrix borrowed(const FloatArray& a, const char* name) {
     return Matrix::borrow(a.data(), std::size_t(a.shape(0)), std::size_t(a.shape(1)));
 }
 
-// A Matrix handed to NumPy: the array owns it, nothing is copied.
-py::array_t<float> to_numpy(Matrix&& m) {
+// A Matrix handed to NumPy: the array owns it, nothing is copied. Its shape is rows × cols, or any
+// shape of as many elements read in C order (a stack of heads).
+py::array_t<float> to_numpy(Matrix&& m, std::vector<py::ssize_t> shape = {}) {
     auto* owner = new Matrix(std::move(m));
     py::capsule release(owner, [](void* p) { delete static_cast<Matrix*>(p); });
-    const auto rows = py::ssize_t(owner->rows()), cols = py::ssize_t(owner->cols());
-    return py::array_t<float>({rows, cols}, {cols * py::ssize_t(sizeof(float)), py::ssize_t(sizeof(float))},
-                              owner->data(), release);
+    if (shape.empty()) shape = {py::ssize_t(owner->rows()), py::ssize_t(owner->cols())};
+    return py::array_t<float>(shape, owner->data(), release);
 }
 
 attn::Backend backend_named(const std::string& name) {
@@ -72,6 +79,23 @@ attn::lesson::Lang lang_named(const std::string& name) {
     throw py::value_error("lang must be en or zh, got '" + name + "'");
 }
 
+// The threads every call runs on (scaled_dot_product_attention's threads=None): every core this
+// process may use, counted as OpenMP counts them before another library sets its own count:
+// OMP_NUM_THREADS when set (its first number), else the CPUs this process may run on; at most
+// OMP_THREAD_LIMIT.
+int every_core() {
+    const py::module_ os = py::module_::import("os");
+    const auto number = [](const char* variable) {
+        return std::getenv(variable) ? std::atoi(std::getenv(variable)) : 0;
+    };
+    int threads = number("OMP_NUM_THREADS");
+    if (threads <= 0)
+        threads = py::hasattr(os, "sched_getaffinity") ? int(py::len(os.attr("sched_getaffinity")(0)))
+                                                       : os.attr("cpu_count")().cast<int>();
+    const int limit = number("OMP_THREAD_LIMIT");
+    return limit > 0 ? std::min(threads, limit) : threads;
+}
+
 // The options of one call, and the budget that max_memory (bytes) asks for: like attn run's
 // --max-memory, every buffer the library allocates is charged before the first step, and a call
 // that would not fit is refused by name. (The arrays passed in are the caller's, not charged.)
@@ -82,6 +106,7 @@ struct Call {
         options.backend = backend_named(backend);
         options.scale = scale_named(scale);
         options.causal = causal;
+        options.threads = every_core();
         if (max_memory) options.budget = &budget.emplace(*max_memory, "the max_memory limit");
     }
 };
@@ -185,6 +210,236 @@ py::object walk(const std::string& lang, const std::string& scale, bool causal, 
                                           l, backward ? &*backward : nullptr));
 }
 
+// ---- scaled_dot_product_attention: PyTorch's arguments, the library's heads ----
+
+const std::string sdpa = "scaled_dot_product_attention: ";  // how its messages begin
+
+std::string shape_text(const py::handle& a) { return py::str(a.attr("shape")); }  // "(2, 8, 16, 64)"
+
+// Anything array-like as a NumPy array, without a copy where none is needed: whatever np.asarray
+// takes (NumPy arrays, the buffer protocol, __array__ as a torch CPU tensor has), else DLPack.
+py::array array_of(const py::handle& x, const std::string& name) {
+    const py::module_ np = py::module_::import("numpy");
+    py::object a;
+    try {
+        a = np.attr("asarray")(x);
+    } catch (const py::error_already_set&) {}
+    const auto kind = [&] { return a ? a.attr("dtype").attr("kind").cast<std::string>() : std::string(); };
+    if ((!a || kind() == "O") && py::hasattr(x, "__dlpack__")) a = np.attr("from_dlpack")(x);
+    if (kind().empty() || std::string("biuf").find(kind()) == std::string::npos)
+        throw py::value_error(sdpa + name +
+                              " must be an array of numbers (NumPy, the buffer protocol or DLPack), got " +
+                              std::string(py::str(py::type::of(x).attr("__name__"))));
+    return a;
+}
+
+// An operand (N..., H, rows, cols) read as heads: its leading dimensions N... are the batch, merged
+// into one B; with only rows and columns it is a single head.
+struct Operand {
+    FloatArray array;
+    attn::HeadsView view;
+    std::vector<py::ssize_t> leading;  // N...
+};
+
+Operand operand(const py::handle& x, const std::string& name) {
+    const FloatArray a = FloatArray::ensure(array_of(x, name));
+    const py::ssize_t rank = a.ndim();
+    if (rank < 2)
+        throw py::value_error(sdpa + name + " must have at least 2 dimensions (..., L, E), got " + name + " " +
+                              shape_text(a));
+    const std::vector<py::ssize_t> leading(a.shape(), a.shape() + std::max<py::ssize_t>(rank - 3, 0));
+    std::size_t batch = 1;
+    for (const py::ssize_t n : leading) batch *= std::size_t(n);
+    const std::size_t heads = rank >= 3 ? std::size_t(a.shape(rank - 3)) : 1;
+    return {a, {a.data(), {batch, heads, std::size_t(a.shape(rank - 2)), std::size_t(a.shape(rank - 1))}}, leading};
+}
+
+// "query (2, 8, 16, 64), key (2, 2, 16, 64) and value (2, 2, 16, 32)"
+std::string named_shapes(const std::vector<std::pair<std::string, const Operand*>>& operands) {
+    std::string text;
+    for (std::size_t i = 0; i < operands.size(); ++i)
+        text += (i == 0                     ? ""
+                 : i + 1 == operands.size() ? " and "
+                                            : ", ") +
+                operands[i].first + " " + shape_text(operands[i].second->array);
+    return text;
+}
+
+// What the library's (B, H, rows, cols) no longer shows: the same rank and the same leading dimensions.
+void check_same_batch(const std::vector<std::pair<std::string, const Operand*>>& operands) {
+    const Operand& first = *operands.front().second;
+    for (const auto& named : operands) {
+        if (named.second->array.ndim() != first.array.ndim())
+            throw py::value_error(sdpa + named_shapes(operands) + " must have the same number of dimensions");
+        if (named.second->leading != first.leading)
+            throw py::value_error(sdpa + named_shapes(operands) + " must have the same leading (batch) dimensions");
+    }
+}
+
+// attn_mask as the library reads it: a ScoreMask over NumPy's view of the mask broadcast to
+// (N..., H, L, S), stride 0 along the axes it repeats. The view is read in place when its batch axes
+// merge into one; otherwise only the mask is copied (at its own size, the batch axes written out).
+struct Mask {
+    py::array array;  // what mask.data points into, alive for the call
+    attn::ScoreMask mask;
+};
+
+py::array mask_values(const py::handle& attn_mask) {
+    const py::array a = array_of(attn_mask, "attn_mask");
+    if (a.dtype().kind() == 'b') return a;
+    if (a.dtype().kind() != 'f')
+        throw py::value_error(sdpa + "attn_mask must be bool or floating point, got " +
+                              std::string(py::str(a.dtype())));
+    return a.attr("astype")("float32", py::arg("copy") = false);
+}
+
+// Strides in elements, 0 along an axis of one element; none when one is not a whole number of elements.
+std::optional<std::vector<std::ptrdiff_t>> element_strides(const py::array& a) {
+    std::vector<std::ptrdiff_t> strides;
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+        if (a.strides(i) % a.itemsize() != 0) return std::nullopt;
+        strides.push_back(a.shape(i) == 1 ? 0 : a.strides(i) / a.itemsize());
+    }
+    return strides;
+}
+
+// The first `count` axes read as one: its stride, when each axis steps over the whole extent of the
+// axes after it (axes of one element aside); none otherwise.
+std::optional<std::ptrdiff_t> merged_stride(const py::array& a, const std::vector<std::ptrdiff_t>& strides,
+                                            std::size_t count) {
+    std::ptrdiff_t stride = 0, extent = 0;  // of the axes merged so far, the innermost first
+    for (std::size_t i = count; i-- > 0;) {
+        if (a.shape(i) == 1) continue;
+        if (extent != 0 && strides[i] != stride * extent) return std::nullopt;
+        if (extent == 0) stride = strides[i], extent = 1;
+        extent *= a.shape(i);
+    }
+    return stride;
+}
+
+// The broadcast view copied: its last three axes keep one element where they repeat, its batch axes
+// are written out.
+py::array compact_copy(const py::array& view, const std::vector<std::ptrdiff_t>& strides, std::size_t batch_axes) {
+    py::tuple index(view.ndim());
+    for (py::ssize_t i = 0; i < view.ndim(); ++i)
+        index[i] = py::slice(0, std::size_t(i) >= batch_axes && strides[i] == 0 ? 1 : view.shape(i), 1);
+    return py::module_::import("numpy").attr("ascontiguousarray")(view[index]);
+}
+
+Mask score_mask(const py::handle& attn_mask, const Operand& q, const Operand& k) {
+    const py::array values = mask_values(attn_mask);
+    std::vector<py::ssize_t> target = q.leading;
+    if (q.array.ndim() >= 3) target.push_back(py::ssize_t(q.view.shape.heads));
+    target.insert(target.end(), {py::ssize_t(q.view.shape.rows), py::ssize_t(k.view.shape.rows)});
+    py::array view;
+    try {
+        view = py::module_::import("numpy").attr("broadcast_to")(values, py::tuple(py::cast(target)));
+    } catch (const py::error_already_set&) {
+        throw py::value_error(sdpa + "attn_mask " + shape_text(values) + " cannot be broadcast to (N..., H, L, S) = " +
+                              std::string(py::str(py::tuple(py::cast(target)))) + " of query " + shape_text(q.array) +
+                              " and key " + shape_text(k.array));
+    }
+    const std::size_t batch_axes = q.leading.size();
+    auto strides = element_strides(view);
+    auto batch_stride = strides ? merged_stride(view, *strides, batch_axes) : std::nullopt;
+    if (!batch_stride) {
+        view = compact_copy(view, strides.value_or(std::vector<std::ptrdiff_t>(view.ndim(), 1)), batch_axes);
+        strides = element_strides(view);
+        batch_stride = merged_stride(view, *strides, batch_axes);
+    }
+    const auto axis = [&](py::ssize_t from_end) {
+        return from_end <= view.ndim() ? (*strides)[view.ndim() - from_end] : 0;
+    };
+    attn::ScoreMask mask;
+    mask.kind = view.dtype().kind() == 'b' ? attn::ScoreMask::Kind::boolean : attn::ScoreMask::Kind::additive;
+    mask.data = view.data();
+    mask.batch_stride = *batch_stride;
+    mask.head_stride = q.array.ndim() >= 3 ? axis(3) : 0;
+    mask.row_stride = axis(2);
+    mask.col_stride = axis(1);
+    return {view, mask};
+}
+
+int threads_for(std::optional<int> threads) {
+    if (!threads) return every_core();
+    if (*threads < 1)
+        throw py::value_error(sdpa + "threads must be a positive number, or None for every core, got " +
+                              std::to_string(*threads));
+    return *threads;
+}
+
+// One call: its operands as heads, its mask and options, and the rank its results come back in.
+struct HeadsCall {
+    Operand q, k, v;
+    std::optional<Mask> mask;
+    attn::AttentionOptions options;
+
+    HeadsCall(const py::object& query, const py::object& key, const py::object& value, const py::object& attn_mask,
+              bool is_causal, std::optional<float> scale, bool enable_gqa, const std::string& backend,
+              std::optional<int> threads)
+        : q(operand(query, "query")), k(operand(key, "key")), v(operand(value, "value")) {
+        check_same_batch({{"query", &q}, {"key", &k}, {"value", &v}});
+        if (q.view.shape.heads != k.view.shape.heads && !enable_gqa)
+            throw py::value_error(sdpa + "query " + shape_text(q.array) + " has " + std::to_string(q.view.shape.heads) +
+                                  " heads and key " + shape_text(k.array) + " " + std::to_string(k.view.shape.heads) +
+                                  ": different head counts need enable_gqa=True (grouped-query attention)");
+        if (is_causal && !attn_mask.is_none())
+            throw py::value_error(sdpa +
+                                  "attn_mask and is_causal=True cannot be given together (as in PyTorch); "
+                                  "write the causal triangle into the mask instead");
+        if (!attn_mask.is_none()) options.mask = &mask.emplace(score_mask(attn_mask, q, k)).mask;
+        options.causal = is_causal;
+        options.explicit_scale = scale;
+        options.backend = backend_named(backend);
+        options.threads = threads_for(threads);
+        options.names.Q = "query", options.names.K = "key", options.names.V = "value", options.names.dO = "grad_output";
+    }
+
+    // Heads the library computed, as an array of the operands' rank: (N..., heads, rows, cols).
+    py::array_t<float> as_array(attn::Heads&& h) const {
+        std::vector<py::ssize_t> shape = q.leading;
+        if (q.array.ndim() >= 3) shape.push_back(py::ssize_t(h.shape.heads));
+        shape.insert(shape.end(), {py::ssize_t(h.shape.rows), py::ssize_t(h.shape.cols)});
+        return to_numpy(std::move(h.values), shape);
+    }
+};
+
+void refuse_dropout(double dropout_p) {
+    if (dropout_p != 0.0)
+        throw py::value_error(sdpa + "dropout_p must be 0: this library has no dropout, got " +
+                              std::to_string(dropout_p));
+}
+
+py::array_t<float> scaled_dot_product_attention(const py::object& query, const py::object& key, const py::object& value,
+                                                const py::object& attn_mask, double dropout_p, bool is_causal,
+                                                std::optional<float> scale, bool enable_gqa, const std::string& backend,
+                                                const std::string& dtype, std::optional<int> threads) {
+    refuse_dropout(dropout_p);
+    HeadsCall call(query, key, value, attn_mask, is_causal, scale, enable_gqa, backend, threads);
+    call.options.dtype = dtype_named(dtype);
+    attn::HeadsResult r = refusals_as_value_error(
+        [&] { return attn::scaled_dot_product_attention(call.q.view, call.k.view, call.v.view, call.options); });
+    return call.as_array(std::move(r.output));
+}
+
+py::tuple scaled_dot_product_attention_backward(const py::object& query, const py::object& key, const py::object& value,
+                                                const py::object& grad_output, const py::object& attn_mask,
+                                                bool is_causal, std::optional<float> scale, bool enable_gqa,
+                                                const std::string& backend, std::optional<int> threads) {
+    HeadsCall call(query, key, value, attn_mask, is_causal, scale, enable_gqa, backend, threads);
+    const Operand dO = operand(grad_output, "grad_output");
+    check_same_batch({{"query", &call.q}, {"grad_output", &dO}});
+    call.options.keep_for_backward = true;
+    attn::HeadsGradients g = refusals_as_value_error([&] {
+        const attn::HeadsResult forward =
+            attn::scaled_dot_product_attention(call.q.view, call.k.view, call.v.view, call.options);
+        return attn::scaled_dot_product_attention_backward(call.q.view, call.k.view, call.v.view, forward, dO.view,
+                                                           call.options);
+    });
+    return py::make_tuple(call.as_array(std::move(g.dQ)), call.as_array(std::move(g.dK)),
+                          call.as_array(std::move(g.dV)));
+}
+
 py::dict build_info() {
     const attn::BuildInfo b = attn::build_info();
     py::dict d;
@@ -194,7 +449,7 @@ py::dict build_info() {
     d["compiled"] = b.compiled;
     d["supported"] = b.supported;
     d["openmp"] = b.openmp;
-    d["threads"] = b.threads;
+    d["threads"] = b.openmp ? every_core() : 1;  // what threads=None runs on, whatever another library set
     d["cpu"] = b.cpu;
     d["caches"] = b.caches;
     d["blocks"] = b.blocks;
@@ -206,11 +461,13 @@ py::dict build_info() {
 PYBIND11_MODULE(attention_cpp, m) {
     using namespace pybind11::literals;
     m.doc() =
-        "attention.cpp: single-head scaled dot-product attention, the lesson's chain in C++.\n\n"
-        "Matrices are 2-D NumPy arrays. C-contiguous float32 arrays are read in place, without a copy; "
+        "attention.cpp: scaled dot-product attention, the lesson's chain in C++, for one head or many.\n\n"
+        "attention() and the layer take 2-D NumPy arrays; scaled_dot_product_attention takes PyTorch's shapes. "
+        "C-contiguous float32 arrays are read in place, without a copy; "
         "any other array (float64, transposed, strided) is converted to a C-contiguous float32 copy first. "
         "Bad input raises ValueError with the message attn prints. max_memory (bytes) refuses a call whose "
-        "buffers would not fit, before any work, as attn run --max-memory does.";
+        "buffers would not fit, before any work, as attn run --max-memory does. Every call runs on every core "
+        "this process may use (OMP_NUM_THREADS when set), whatever another library such as torch set.";
     const auto no_memory_limit = std::optional<std::uint64_t>();
     m.def("attention", &attention, "Q"_a, "K"_a, "V"_a, py::kw_only(), "backend"_a = "fused", "scale"_a = "sqrt",
           "causal"_a = false, "dtype"_a = "f32", "max_memory"_a = no_memory_limit,
@@ -238,8 +495,30 @@ PYBIND11_MODULE(attention_cpp, m) {
         "learn_defaults", [] { return parsed(attn::lesson::learn_defaults_json()); },
         "attn learn's defaults as a dict: task, steps, lr (Adam's step size) and seed.");
     m.def(
-        "_read_address", [](const FloatArray& A) { return std::uintptr_t(borrowed(A, "A").data()); }, "A"_a,
-        "For the tests: the address at which the library reads A (A's own buffer when it is a C-contiguous "
-        "float32 array).");
-    m.def("build_info", &build_info, "What this build runs: instruction set, threads, caches and block sizes.");
+        "_read_address", [](const py::object& A) { return std::uintptr_t(operand(A, "A").view.data); }, "A"_a,
+        "For the tests: the address at which the library reads A, any array of at least 2 dimensions (A's own "
+        "buffer when it is a C-contiguous float32 array).");
+    const auto none = py::none();
+    const auto no_scale = std::optional<float>();
+    const auto every_core = std::optional<int>();
+    m.def(
+        "scaled_dot_product_attention", &scaled_dot_product_attention, "query"_a, "key"_a, "value"_a,
+        "attn_mask"_a = none, "dropout_p"_a = 0.0, "is_causal"_a = false, "scale"_a = no_scale, "enable_gqa"_a = false,
+        py::kw_only(), "backend"_a = "fused", "dtype"_a = "f32", "threads"_a = every_core,
+        "torch.nn.functional.scaled_dot_product_attention's arguments and meaning, every head by the lesson's chain.\n"
+        "query (N..., H, L, E), key (N..., H_kv, S, E), value (N..., H_kv, S, E_v), any number of leading\n"
+        "dimensions N... (the same for all three; 2-D arrays are one head); returns (N..., H, L, E_v) float32.\n"
+        "H ≠ H_kv needs enable_gqa=True: query head h reads key/value head h // (H // H_kv).\n"
+        "attn_mask, broadcastable to (N..., H, L, S): bool (True = may attend) or float (added after the scale).\n"
+        "is_causal: query i sees keys j ≤ i (top-left, also for L ≠ S); not together with attn_mask.\n"
+        "A query no key may attend gets 0. scale: None = 1/√E. dropout_p must be 0 (no dropout here).\n"
+        "Arrays: NumPy, the buffer protocol or DLPack (torch CPU tensors as they are).\n"
+        "threads: None = every core this process may use (OMP_NUM_THREADS when set), whatever torch set.");
+    m.def("scaled_dot_product_attention_backward", &scaled_dot_product_attention_backward, "query"_a, "key"_a,
+          "value"_a, "grad_output"_a, "attn_mask"_a = none, "is_causal"_a = false, "scale"_a = no_scale,
+          "enable_gqa"_a = false, py::kw_only(), "backend"_a = "fused", "threads"_a = every_core,
+          "The forward and its backward in one call, with the forward's arguments: returns (dq, dk, dv) for\n"
+          "grad_output = ∂L/∂O (N..., H, L, E_v); a key/value head shared by a group of query heads gets their sum.");
+    m.def("build_info", &build_info,
+          "What this build runs: instruction set, caches and block sizes; threads: what threads=None runs on.");
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Cross-check `attn run` and `attn walk --grad` against PyTorch, case by case.
+"""Cross-check `attn run`, `attn walk --grad` and the Python module's scaled_dot_product_attention
+against PyTorch, case by case.
 
-    /usr/bin/python3 tests/checks/verify_with_pytorch.py [--attn build/attn]
+    /usr/bin/python3 tests/checks/verify_with_pytorch.py [--attn build/attn] [--build build]
 
 For random shapes (odd sizes, d_v ≠ d_k), causal and not, every backend, both the full layer and the
 core: the inputs are saved as .npy, `attn run --out` computes them, and PyTorch computes the lesson's
@@ -11,12 +12,19 @@ the backward (--grad-output, a random dO) and compares each gradient file with P
 the same float64 expression: grad_q/k/v, and for the layer grad_x and the nn.Linear weights' grads.
 `attn walk --grad --format json` (causal and not) is compared the same way: every gradient of the
 worked example for L = ½‖O − T‖², the loss, and the loss after its one step of gradient descent.
+attention_cpp.scaled_dot_product_attention (from --build) and its backward, on many heads (ranks 2–5,
+grouped key/value heads, boolean and float masks broadcast, is_causal with L ≠ S, rows no key may
+attend), are compared with the same formula written in torch float64 with autograd, and, where the
+PyTorch has it (≥ 2.0), with torch.nn.functional.scaled_dot_product_attention in float64 as well
+(there only on rows some key may attend: its math path gives NaN on the others, this library 0),
+all with the gradients' tolerance: an output there is a mean of values of either sign.
 Prints the largest error of each case; exits 1 if any element of O or α differs by more than 1e-5
 relative (plus 1e-6 absolute), or of a gradient by more than 2e-5 relative plus 2e-6 of the largest
 entry of that gradient (a gradient sums n or m float products, some of which cancel).
 Exits 0 with a line starting "SKIPPED" when torch cannot be imported (Debian: python3-torch).
 """
 import argparse
+import itertools
 import json
 import math
 import subprocess
@@ -123,6 +131,117 @@ def check_walk(attn, causal):
     return results
 
 
+def torch_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch's documented semantics of scaled_dot_product_attention, in torch, differentiable. A row
+    that no key may attend gets weights 0 (the softmax's sum is 0 there), as this library documents."""
+    if enable_gqa and q.dim() >= 3 and k.shape[-3] != q.shape[-3]:
+        groups = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
+    factor = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = factor * (q @ k.transpose(-2, -1))
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(), float("-inf"))
+    if attn_mask is not None:
+        mask = torch.from_numpy(attn_mask)
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.double()
+    top = scores.amax(dim=-1, keepdim=True).detach()
+    e = torch.exp(scores - torch.where(torch.isfinite(top), top, torch.zeros_like(top)))
+    total = e.sum(dim=-1, keepdim=True)
+    return (e / torch.where(total > 0, total, torch.ones_like(total))) @ v
+
+
+def autograd(function, inputs, grad_output):
+    """function's output and the gradients of its float64 inputs for ∂L/∂output = grad_output."""
+    leaves = [torch.from_numpy(t.astype(np.float64)).requires_grad_() for t in inputs]
+    out = function(*leaves)
+    out.backward(torch.from_numpy(grad_output.astype(np.float64)))
+    return out.detach(), [t.grad for t in leaves]
+
+
+def module_cases(rng):
+    """(label, query, key, value, grad_output, keyword arguments): ranks 2–5, H / H_kv of 1, 2, 4 and
+    one key/value head, no mask, causal with L < S and L > S, a boolean mask broadcast over batch and
+    queries, a float one (with −∞) over heads, one with a row no key may attend."""
+    for rank, layout, mask in itertools.product((2, 3, 4, 5), ("1", "2", "4", "mqa"), ("none", "causal", "bool", "float")):
+        if rank == 2 and layout != "1":
+            continue
+        lead = tuple(int(n) for n in rng.integers(1, 3, size=max(rank - 3, 0)))
+        kv = 1 if layout == "mqa" else int(rng.integers(1, 3))
+        H = 3 if layout == "mqa" else kv * int(layout)
+        L, S = (int(n) for n in rng.integers(1, 48, size=2))
+        if mask == "causal" and L == S:
+            S += 3
+        E, E_v = (int(n) for n in rng.choice([1, 8, 17, 64], size=2))
+        heads, kv_heads = ((H,), (kv,)) if rank >= 3 else ((), ())
+        args = dict(is_causal=mask == "causal", enable_gqa=H != kv, scale=None if rng.random() < 0.5 else 0.3)
+        if mask == "bool":
+            args["attn_mask"] = rng.random(lead + heads[:1] + (1, S)) < 0.7  # broadcast over the queries
+            args["attn_mask"][..., 0] = False
+        elif mask == "float":
+            args["attn_mask"] = rng.standard_normal((L, S)).astype(np.float32)
+            args["attn_mask"][rng.random((L, S)) < 0.2] = -np.inf
+            args["attn_mask"][L // 2] = -np.inf  # this row sees no key
+        arrays = [rng.standard_normal(lead + h + shape).astype(np.float32)
+                  for h, shape in ((heads, (L, E)), (kv_heads, (S, E)), (kv_heads, (S, E_v)), (heads, (L, E_v)))]
+        label = f"sdpa rank={rank} H={H} H_kv={kv} L={L} S={S} E={E} E_v={E_v} {mask}" + \
+            ("" if args["scale"] is None else f" scale={args['scale']}")
+        yield label, arrays, args
+
+
+def torch_functional(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """F.scaled_dot_product_attention (PyTorch ≥ 2.0), key and value heads repeated for the groups."""
+    if enable_gqa and q.dim() >= 3 and k.shape[-3] != q.shape[-3]:
+        groups = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
+    mask = None if attn_mask is None else torch.from_numpy(attn_mask)
+    mask = mask if mask is None or mask.dtype == torch.bool else mask.double()
+    extra = {} if scale is None else {"scale": scale}
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, **extra)
+
+
+def rows_seeing_a_key(args, shape):
+    """(N..., H, L) of the output's shape: True where some key may attend."""
+    mask = args.get("attn_mask")
+    if mask is None:
+        return np.ones(shape[:-1], dtype=bool)
+    keep = mask if mask.dtype == bool else np.isfinite(mask)
+    return np.broadcast_to(keep.any(axis=-1), shape[:-1])
+
+
+def check_module(build, rng):
+    """Every case of module_cases on every backend: (number of cases, number failed)."""
+    sys.path.insert(0, build)
+    try:
+        import attention_cpp
+    except ImportError as e:
+        print(f"SKIPPED the module's cases: attention_cpp is not importable from {build} ({e})")
+        return 0, 0
+    # scale= came with PyTorch 2.1
+    with_functional = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 1)
+    cases = failures = 0
+    for label, (q, k, v, d_out), args in module_cases(rng):
+        want, want_grads = autograd(lambda *t: torch_sdpa(*t, **args), (q, k, v), d_out)
+        if with_functional:
+            f_want, f_grads = autograd(lambda *t: torch_functional(*t, **args), (q, k, v), d_out)
+            rows = rows_seeing_a_key(args, want.shape)
+        for backend in BACKENDS:
+            out = attention_cpp.scaled_dot_product_attention(q, k, v, backend=backend, **args)
+            grads = attention_cpp.scaled_dot_product_attention_backward(q, k, v, d_out, backend=backend, **args)
+            # the outputs too are sums of products that partly cancel (a mean of values of either sign)
+            results = [compare_gradient("output", out, want)]
+            results += [compare_gradient(n, g, w) for n, g, w in zip(("dq", "dk", "dv"), grads, want_grads)]
+            if with_functional:
+                results.append(compare_gradient("F.sdpa output", out[rows], f_want.numpy()[rows]))
+                if rows.all():  # elsewhere its gradients are NaN too
+                    results += [compare_gradient(f"F.sdpa {n}", g, w)
+                                for n, g, w in zip(("dq", "dk", "dv"), grads, f_grads)]
+            ok = all(r[0] for r in results)
+            cases += 1
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {label} {backend}: " + "; ".join(r[1] for r in results))
+    return cases, failures
+
+
 def run_attn(attn, args, out):
     result = subprocess.run([attn, "run", *args, "--out", str(out)], capture_output=True, text=True)
     if result.returncode != 0:
@@ -136,7 +255,10 @@ def run_attn(attn, args, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attn", default=str(Path(__file__).resolve().parents[2] / "build" / "attn"))
-    attn = ap.parse_args().attn
+    ap.add_argument("--build", default=str(Path(__file__).resolve().parents[2] / "build"),
+                    help="the build directory holding the Python module attention_cpp")
+    options = ap.parse_args()
+    attn = options.attn
     rng = np.random.default_rng(2026)
     failures = cases = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -182,6 +304,9 @@ def main():
             cases += 1
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} walk --grad{' --causal' if causal else ''}: " + "; ".join(r[1] for r in results))
+    module_cases_run, module_failures = check_module(options.build, rng)
+    cases += module_cases_run
+    failures += module_failures
     print(f"{cases - failures} passed, {failures} failed (PyTorch {torch.__version__}, float64 reference)")
     return 1 if failures else 0
 

@@ -196,6 +196,8 @@ def test_build_info_says_what_attn_version_says():
     assert f"simd: {info['isa']} (xsimd {info['instruction_set']})" in printed
     assert f"cpu: {info['cpu']}" in printed and f"blocks: {info['blocks']}" in printed
     assert info["isa"] in info["supported"] and info["threads"] >= 1
+    # threads=None counts the cores as OpenMP does in a process where no other library set its count
+    assert f"openmp: {info['threads']} thread" in printed if info["openmp"] else info["threads"] == 1
 
 
 def test_learn_defaults_are_what_attn_learn_runs_without_options():
