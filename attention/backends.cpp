@@ -307,6 +307,7 @@ attn::BuildInfo attn::build_info() {
             simd::batch_width(),
             simd::openmp_built(),
             simd::max_threads(),
+            simd::last_team_size(),
             simd::cpu_model(),
             simd::describe(simd::caches()),
             simd::describe(simd::blocking())};

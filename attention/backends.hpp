@@ -94,6 +94,7 @@ struct BuildInfo {
     std::size_t batch_width;             // floats per vector
     bool openmp;                         // false: parallel and fused run on one thread
     int threads;                         // threads a team gets (OMP_NUM_THREADS or every core, ≤ OMP_THREAD_LIMIT)
+    int last_team;                       // threads of the last team a fused forward or a team of heads started
     std::string cpu;                     // the CPU's model name, as the OS reports it
     std::string caches;                  // the cache sizes found, e.g. "L1d 32 KiB 8-way, L2 512 KiB 8-way, …"
     std::string blocks;                  // the block sizes derived from them (simd/blocking.cpp)

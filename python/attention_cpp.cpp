@@ -450,6 +450,7 @@ py::dict build_info() {
     d["supported"] = b.supported;
     d["openmp"] = b.openmp;
     d["threads"] = b.openmp ? every_core() : 1;  // what threads=None runs on, whatever another library set
+    d["last_team"] = b.last_team;                // threads the last fused forward or team of heads ran on
     d["cpu"] = b.cpu;
     d["caches"] = b.caches;
     d["blocks"] = b.blocks;

@@ -284,11 +284,18 @@ def test_every_core_by_default_with_torch_imported_first():
         import numpy as np
         import attention_cpp as ac
         q = np.random.default_rng(1).standard_normal((1, 32, 256, 64)).astype(np.float32)
-        ac.scaled_dot_product_attention(q, q, q)
-        print(json.dumps(dict(threads=ac.build_info()["threads"], torch_threads=torch.get_num_threads())))
+        teams = []
+        for backend in ("fused", "parallel"):
+            ac.scaled_dot_product_attention(q, q, q, backend=backend)
+            teams.append(ac.build_info()["last_team"])
+        ac.scaled_dot_product_attention_backward(q, q, q, q)
+        teams.append(ac.build_info()["last_team"])
+        print(json.dumps(dict(threads=ac.build_info()["threads"], teams=teams, torch_threads=torch.get_num_threads())))
     """
     run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     seen = json.loads(run.stdout)
     every_core = int(os.environ.get("OMP_NUM_THREADS", "0").split(",")[0]) or len(os.sched_getaffinity(0))
     assert seen["threads"] == every_core  # what a call with threads=None runs on, torch's 1 notwithstanding
+    # and what the fused and parallel forwards and the backward of 32 heads ran on
+    assert seen["teams"] == [every_core] * 3
     assert seen["torch_threads"] == 1  # and torch's own count is left as it was after the call
