@@ -55,7 +55,8 @@ struct AttentionOptions {
     // 0..i), whatever m is.
     bool causal = false;
     // A mask given by the caller (nullptr: none), applied after the scale, with the causal one if both.
-    // A row that no key may attend has output 0 (and gradient 0), as PyTorch's fused kernels give it.
+    // A row that no key may attend has output 0 (and gradient 0), as PyTorch's scaled_dot_product_attention
+    // gives it from version 2.5 on (before, its math path gave NaN).
     const ScoreMask* mask = nullptr;
     Scale scale = Scale::sqrt_dk;
     // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S); positive and finite.

@@ -16,7 +16,7 @@ attention_cpp.scaled_dot_product_attention (from --build) and its backward, on m
 grouped key/value heads, boolean and float masks broadcast, is_causal with L ≠ S, rows no key may
 attend), are compared with the same formula written in torch float64 with autograd, and, where the
 PyTorch has it (≥ 2.0), with torch.nn.functional.scaled_dot_product_attention in float64 as well
-(there only on rows some key may attend: its math path gives NaN on the others, this library 0),
+(there only on rows some key may attend: PyTorch before 2.5 gives NaN on the others, this library 0),
 all with the gradients' tolerance: an output there is a mean of values of either sign.
 Prints the largest error of each case; exits 1 if any element of O or α differs by more than 1e-5
 relative (plus 1e-6 absolute), or of a gradient by more than 2e-5 relative plus 2e-6 of the largest

@@ -10,7 +10,8 @@ and of its gradients: what tests/python/test_sdpa.py holds attention_cpp.scaled_
   attn_mask is the bias itself, added after the scale; is_causal gives −∞ above the diagonal of
   tril(ones(L, S)), aligned top-left, for any L and S.
 - A query row that no key may attend (every bias −∞) gets weights 0, so output 0 and gradients 0,
-  as this library documents. PyTorch's math path gives NaN there (0/0 in its softmax).
+  as this library documents and PyTorch's SDPA gives from 2.5 on; before 2.5 its math path gave NaN
+  there (0/0 in its softmax), as a softmax written out by hand still does.
 """
 import math
 
