@@ -12,26 +12,17 @@ it on a quiet machine (check `ps` first); it prints, and records nothing.
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch  # first, as a notebook that compares with PyTorch has it
 
 import numpy as np
 
+from python_overhead import median_seconds  # beside this file
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 7
-
-
-def median_seconds(call):
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():
@@ -57,7 +48,7 @@ def main():
     for threads in (1, None):
         call = lambda: ac.scaled_dot_product_attention(q, q, q, threads=threads)  # noqa: E731
         call()  # warm: the team's threads started, the pages touched
-        seconds = median_seconds(call)
+        seconds = median_seconds(call, RUNS)
         print(f"threads={threads}: median of {RUNS} runs {seconds * 1e3:.2f} ms ({flops / seconds / 1e9:.1f} GFLOP/s)")
 
 
