@@ -1,14 +1,19 @@
 // bench/peers/ort_heads.js — ONNX Runtime's attention on many heads, timed on its CPU provider.
 //
 //   NODE_PATH=<folder>/node_modules node bench/peers/ort_heads.js --op mha|gqa|attention --threads 2 --min-time 0.5 \
-//       --heads 32 L:E:H_kv:causal
+//       --heads 32 [--keys S] L:E:H_kv:causal
 //
-// One case per process (bench/peers/heads_peers.py starts it, installs the packages and measures the
-// process's peak memory). The model is one node, written here with onnx-proto:
-//   mha: MultiHeadAttention, num_heads = H, q (1, L, H·E), k and v (1, S, H·E), S = L; causal is its
+// One case per process (bench/peers/heads_peers.py and decode_peers.py start it, install the packages
+// and measure the process's peak memory). S = L unless --keys gives it (decoding: L = 1). The model
+// is one node, written here with onnx-proto:
+//   mha: MultiHeadAttention, num_heads = H, q (1, L, H·E), k and v (1, S, H·E); causal is its
 //        unidirectional = 1. It has no grouped key/value heads: a case with H_kv < H is skipped.
-//   gqa: GroupQueryAttention, num_heads = H and kv_num_heads = H_kv, q (1, L, H·E), k and v
+//   gqa: GroupQueryAttention, num_heads = H and kv_num_heads = H_kv, q (1, L, H·E). S = L: k and v
 //        (1, S, H_kv·E), no past cache (seqlens_k = S − 1, total_sequence_length = S): a prompt.
+//        S > L: decoding, k and v the last L tokens (1, L, H_kv·E) and past_key, past_value
+//        (1, H_kv, S, E) the whole cache, fed again as present_key and present_value's buffers
+//        (past and present share one buffer, as a generator does; the new tokens are written over
+//        themselves), seqlens_k = S − 1, total_sequence_length = S.
 //   attention: ONNX's own Attention (opset 23), q (1, H, L, E), k and v (1, H_kv, S, E), is_causal:
 //        the layout of attention/heads.hpp, grouped heads causal or not.
 // A provider that refuses the node is reported as skipped, with its message.
@@ -20,17 +25,18 @@ const ort = require("onnxruntime-node");
 const { onnx } = require("onnx-proto");
 
 function parseArgs(argv) {
-    const args = { op: "mha", threads: 2, minTime: 0.5, heads: 32, case: null };
+    const args = { op: "mha", threads: 2, minTime: 0.5, heads: 32, keys: 0, case: null };
     for (let i = 0; i < argv.length; i++) {
         const next = () => argv[++i];
         if (argv[i] === "--op") args.op = next();
         else if (argv[i] === "--threads") args.threads = Number(next());
         else if (argv[i] === "--min-time") args.minTime = Number(next());
         else if (argv[i] === "--heads") args.heads = Number(next());
+        else if (argv[i] === "--keys") args.keys = Number(next());
         else args.case = argv[i];
     }
     const [L, E, kvHeads, causal] = args.case.split(":").map(Number);
-    return { ...args, L, E, kvHeads, causal: causal === 1 };
+    return { ...args, L, S: args.keys || L, E, kvHeads, causal: causal === 1 };
 }
 
 // heads_peers.py's input formula: value t (0 = Q, 1 = K, 2 = V) at canonical index i.
@@ -39,12 +45,13 @@ function inputValue(t, i) {
 }
 
 // A (1, tokens, heads·width) tensor whose element (token n, head h, column e) holds the canonical
-// (h, n, e) value.
-function tokensFirst(t, heads, tokens, width) {
+// (h, first + n, e) value of an operand of `total` tokens a head.
+function tokensFirst(t, heads, tokens, width, first = 0, total = tokens) {
     const data = new Float32Array(heads * tokens * width);
     for (let h = 0; h < heads; h++)
         for (let n = 0; n < tokens; n++)
-            for (let e = 0; e < width; e++) data[(n * heads + h) * width + e] = inputValue(t, (h * tokens + n) * width + e);
+            for (let e = 0; e < width; e++)
+                data[(n * heads + h) * width + e] = inputValue(t, (h * total + first + n) * width + e);
     return new ort.Tensor("float32", data, [1, tokens, heads * width]);
 }
 
@@ -96,11 +103,13 @@ const OPERATORS = {
             extraOutputs: ["present_key", "present_value"],
         },
         feeds: {
-            ...tokensFirstFeeds(a, a.kvHeads),
-            past_key: null,
-            past_value: null,
-            seqlens_k: new ort.Tensor("int32", Int32Array.from([a.L - 1]), [1]),
-            total_sequence_length: new ort.Tensor("int32", Int32Array.from([a.L]), []),
+            query: tokensFirst(0, a.heads, a.L, a.E),
+            key: tokensFirst(1, a.kvHeads, a.L, a.E, a.S - a.L, a.S),
+            value: tokensFirst(2, a.kvHeads, a.L, a.E, a.S - a.L, a.S),
+            past_key: a.S > a.L ? headsFirst(1, a.kvHeads, a.S, a.E) : null,
+            past_value: a.S > a.L ? headsFirst(2, a.kvHeads, a.S, a.E) : null,
+            seqlens_k: new ort.Tensor("int32", Int32Array.from([a.S - 1]), [1]),
+            total_sequence_length: new ort.Tensor("int32", Int32Array.from([a.S]), []),
         },
         output: [1, a.L, a.heads * a.E],
     }),
@@ -108,8 +117,8 @@ const OPERATORS = {
         node: { opType: "Attention", domain: "", attribute: [intAttribute("is_causal", a.causal ? 1 : 0)] },
         feeds: {
             query: headsFirst(0, a.heads, a.L, a.E),
-            key: headsFirst(1, a.kvHeads, a.L, a.E),
-            value: headsFirst(2, a.kvHeads, a.L, a.E),
+            key: headsFirst(1, a.kvHeads, a.S, a.E),
+            value: headsFirst(2, a.kvHeads, a.S, a.E),
         },
         output: [1, a.heads, a.L, a.E],
     }),
@@ -118,9 +127,16 @@ const OPERATORS = {
 function tokensFirstFeeds(a, kvHeads) {
     return {
         query: tokensFirst(0, a.heads, a.L, a.E),
-        key: tokensFirst(1, kvHeads, a.L, a.E),
-        value: tokensFirst(2, kvHeads, a.L, a.E),
+        key: tokensFirst(1, kvHeads, a.S, a.E),
+        value: tokensFirst(2, kvHeads, a.S, a.E),
     };
+}
+
+// GroupQueryAttention's present_key and present_value, outputs of the model when it decodes over a past
+// cache (their buffers are the past's): shaped as the past.
+function pastOutputs(feeds) {
+    if (!feeds.past_key) return [];
+    return ["present_key", "present_value"].map((name) => valueInfo(name, FLOAT, feeds.past_key.dims));
 }
 
 // The one-node model of the case (null feeds: an optional input left out), and the feeds it runs on.
@@ -147,7 +163,7 @@ function build(a) {
                 },
             ],
             input: given.map((name) => valueInfo(name, feeds[name].type === "int32" ? INT32 : FLOAT, feeds[name].dims)),
-            output: [valueInfo("output", FLOAT, output)],
+            output: [valueInfo("output", FLOAT, output), ...pastOutputs(feeds)],
         },
     });
     return { bytes: onnx.ModelProto.encode(model).finish(), feeds: Object.fromEntries(given.map((n) => [n, feeds[n]])) };
@@ -156,7 +172,9 @@ function build(a) {
 // Why this operator cannot run the case as asked, or null.
 function unsupported(a) {
     if (a.op === "mha" && a.kvHeads !== a.heads) return "MultiHeadAttention has no grouped key/value heads";
-    if (a.op === "gqa" && !a.causal) return "GroupQueryAttention is causal only (a prompt over its own keys)";
+    if (a.op === "gqa" && !a.causal && a.L > 1)
+        return "GroupQueryAttention is causal only (its one query row of a decoding step sees every key)";
+    if (a.op === "gqa" && a.causal && a.S !== a.L) return "GroupQueryAttention's causal rows end at the cache's end";
     return null;
 }
 
@@ -176,13 +194,16 @@ async function main() {
     } catch (error) {
         return console.log(JSON.stringify({ engine, case: a.case, skipped: String(error.message || error) }));
     }
-    const first = await model.run(feeds);  // untimed: the first run allocates and plans
+    // Decoding with GroupQueryAttention: present_key and present_value are written into the past's buffers.
+    const shared = feeds.past_key ? { present_key: feeds.past_key, present_value: feeds.past_value } : null;
+    const fetches = shared ? { output: null, ...shared } : undefined;
+    const first = await model.run(feeds, fetches);  // untimed: the first run allocates and plans
     const sum = checksum(first.output.data, a.heads, a.L, a.E, a.op === "attention");
     let calls = 0;
     const start = process.hrtime.bigint();
     let seconds = 0;
     while (calls === 0 || seconds < a.minTime) {
-        await model.run(feeds);
+        await model.run(feeds, fetches);
         calls++;
         seconds = Number(process.hrtime.bigint() - start) / 1e9;
     }

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """PyTorch as a reader of the lesson writes attention for many heads, timed on the CPU.
 
-    /usr/bin/python3 bench/peers/torch_heads.py --threads 2 --min-time 0.5 --heads 32 L:E:H_kv:causal
+    /usr/bin/python3 bench/peers/torch_heads.py --threads 2 --min-time 0.5 --heads 32 [--keys S] L:E:H_kv:causal
 
 One case per process (bench/peers/heads_peers.py starts it and measures the process's peak memory).
+S = L unless --keys gives it (decoding: L = 1, bench/peers/decode_peers.py).
 The expression is the lesson's chain on (1, H, L, E) float32 tensors, as it reads in any PyTorch:
 
     torch.softmax(q @ k.transpose(-2, -1) * scale, -1) @ v
 
-with `+ causal_mask` (0 on and below the diagonal, −∞ above, made once outside the timing) before the
+with `+ causal_mask` (L × S: 0 on and below the diagonal, −∞ above, made once outside the timing) before the
 softmax when causal, and, when H_kv < H, k and v repeated to H heads inside the timed call
 (repeat_interleave, what enable_gqa does), since the reader's expression needs as many key heads
 as query heads. Every (L × S) score matrix of every head is materialised: this is the memory a
@@ -40,18 +41,20 @@ def checksum(output):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", help="L:E:H_kv:causal (S = L, batch 1)")
+    parser.add_argument("case", help="L:E:H_kv:causal (batch 1)")
+    parser.add_argument("--keys", type=int, help="S, the keys and values of each head (default: L)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=0.5)
     parser.add_argument("--heads", type=int, default=32)
     args = parser.parse_args()
     L, E, kv_heads, causal = map(int, args.case.split(":"))
+    S = args.keys or L
     torch.set_num_threads(args.threads)
     q = input_values(0, (1, args.heads, L, E))
-    k = input_values(1, (1, kv_heads, L, E))
-    v = input_values(2, (1, kv_heads, L, E))
+    k = input_values(1, (1, kv_heads, S, E))
+    v = input_values(2, (1, kv_heads, S, E))
     scale = 1.0 / math.sqrt(E)
-    mask = torch.full((L, L), float("-inf")).triu(1) if causal else None
+    mask = torch.full((L, S), float("-inf")).triu(1) if causal else None
     group = args.heads // kv_heads
 
     def attention():
