@@ -9,6 +9,7 @@
 // own team. The kernels give the same bits for any thread count, so both give the same results.
 #include "attention/heads.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -46,15 +47,15 @@ struct Layout {
     std::size_t kv_count() const { return batch * kv_heads; }
 };
 
-std::string operand(const std::string& name, const HeadsView& view) {
+std::string operand(const std::string& name, const CacheView& view) {
     return name + " (" + shape_string(view.shape) + ")";
 }
 
-Layout check_heads_shapes(const std::string& who, const HeadsView& Q, const HeadsView& K, const HeadsView& V,
+Layout check_heads_shapes(const std::string& who, const CacheView& Q, const CacheView& K, const CacheView& V,
                           const AttentionOptions& options) {
     const OperandNames& name = options.names;
     const auto fail = [&](const std::string& what) { throw std::invalid_argument(who + ": " + what); };
-    const auto pair = [&](const std::string& a, const HeadsView& A, const std::string& b, const HeadsView& B) {
+    const auto pair = [&](const std::string& a, const CacheView& A, const std::string& b, const CacheView& B) {
         return operand(a, A) + " and " + operand(b, B);
     };
     for (const auto& [label, view] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}}) {
@@ -180,31 +181,131 @@ void check_every_head(const HeadsView& Q, const HeadsView& K, const HeadsView& V
 
 }  // namespace
 
-HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
-                                         const AttentionOptions& options) {
-    const ScopedThreads threads(options.threads);
-    const Layout x = check_heads_shapes("scaled_dot_product_attention", Q, K, V, options);
-    const Schedule schedule = schedule_of(x.count(), options.backend);
+namespace {
+
+// The float forward's plan: its stacks of results, and its kernels' scratch for as many heads as
+// run at once.
+Plan forward_plan(const Layout& x, const Schedule& schedule, const AttentionOptions& options) {
     const auto scratch = scratch_per_head(schedule, [&] {
         return backends::attention_scratch_buffers(x.L, x.S, x.E, x.E_v, options.backend, options.dtype);
     });
-    const AttentionOptions run = Plan(options).add(forward_results(x, options)).add(scratch, schedule.workers).charge();
+    Plan plan(options);
+    plan.add(forward_results(x, options)).add(scratch, schedule.workers);
+    return plan;
+}
+
+// The float forward, charged already (`run`): every head checked, then one single-head call each.
+HeadsResult forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsView& V, const Layout& x,
+                          const Schedule& schedule, const AttentionOptions& run) {
     check_every_head(Q, K, V, x, run);
     HeadsResult r;
     r.output = heads_of(x.batch, x.heads, x.L, x.E_v);
-    if (materialised(options.backend)) r.weights = heads_of(x.batch, x.heads, x.L, x.S);
-    if (keeps_log_sum_exp(options)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
+    if (materialised(run.backend)) r.weights = heads_of(x.batch, x.heads, x.L, x.S);
+    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
     run_units(x.count(), schedule, [&](std::size_t i) {  // every head is this head: one single-head call each
         const std::size_t b = i / x.heads, h = i % x.heads;
         const HeadOptions head(run, b, h, schedule.heads_at_once);
         AttentionResult out;  // its matrices are head i of the stacks, written in place
         out.output = window(r.output, i);
-        if (materialised(options.backend)) out.weights = window(r.weights, i);
-        if (keeps_log_sum_exp(options)) out.log_sum_exp = window(r.log_sum_exp, i);
+        if (materialised(run.backend)) out.weights = window(r.weights, i);
+        if (keeps_log_sum_exp(run)) out.log_sum_exp = window(r.log_sum_exp, i);
         scaled_dot_product_attention_into(Q.head(b, h), K.head(b, h / x.group), V.head(b, h / x.group), head.options,
                                           out);
     });
     return r;
+}
+
+// K and V of one type; a 16-bit cache keeps nothing for a backward (there is none for it).
+void check_cache_types(const CacheView& K, const CacheView& V, const AttentionOptions& options) {
+    const OperandNames& name = options.names;
+    if (K.type != V.type)
+        throw std::invalid_argument("scaled_dot_product_attention: " + operand(name.K, K) + " is " + to_string(K.type) +
+                                    " and " + operand(name.V, V) + " is " + to_string(V.type) +
+                                    ": the keys and values of a cache must have the same type");
+    if (K.type != KvDtype::f32 && options.keep_for_backward)
+        throw std::invalid_argument("scaled_dot_product_attention: a " + to_string(K.type) +
+                                    " cache has no backward, so keep_for_backward needs an f32 cache");
+}
+
+HeadsView floats_of(const CacheView& cache) { return {static_cast<const float*>(cache.data), cache.shape}; }
+
+std::size_t element_count(const HeadsShape& s) {
+    return checked_product(checked_product(checked_product(s.batch, s.heads, "cache"), s.rows, "cache"), s.cols,
+                           "cache");
+}
+
+// A 16-bit cache widened to floats, each element the value its bits hold.
+Heads widened(const CacheView& cache) {
+    Heads out = heads_of(cache.shape.batch, cache.shape.heads, cache.shape.rows, cache.shape.cols);
+    const auto* bits = static_cast<const std::uint16_t*>(cache.data);
+    float* to = out.values.data();
+    const std::size_t count = element_count(cache.shape);
+    for (std::size_t k = 0; k < count; ++k)
+        to[k] = cache.type == KvDtype::bf16 ? from_bfloat16_bits(bits[k]) : from_float16_bits(bits[k]);
+    return out;
+}
+
+}  // namespace
+
+HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
+                                         const AttentionOptions& options) {
+    return scaled_dot_product_attention(Q, CacheView(K), CacheView(V), options);
+}
+
+HeadsResult scaled_dot_product_attention(const HeadsView& Q, const CacheView& K, const CacheView& V,
+                                         const AttentionOptions& options) {
+    const ScopedThreads threads(options.threads);
+    check_cache_types(K, V, options);
+    const Layout x = check_heads_shapes("scaled_dot_product_attention", Q, K, V, options);
+    const Schedule schedule = schedule_of(x.count(), options.backend);
+    Plan plan = forward_plan(x, schedule, options);
+    if (K.type == KvDtype::f32) return forward_heads(Q, floats_of(K), floats_of(V), x, schedule, plan.charge());
+    // A 16-bit cache: its keys and values widened to floats, then the float chain.
+    plan.add({stack_buffer("K", K.shape, " widened from " + to_string(K.type) + " to floats"),
+              stack_buffer("V", V.shape, " widened from " + to_string(V.type) + " to floats")});
+    const AttentionOptions run = plan.charge();
+    const Heads K_floats = widened(K), V_floats = widened(V);
+    return forward_heads(Q, K_floats.view(), V_floats.view(), x, schedule, run);
+}
+
+CacheView::CacheView(const HeadsView& floats) : data(floats.data), shape(floats.shape), type(KvDtype::f32) {}
+
+CacheView::CacheView(const void* data, HeadsShape shape, KvDtype type) : data(data), shape(shape), type(type) {}
+
+CacheView Cache::view() const {
+    return {type == KvDtype::f32 ? static_cast<const void*>(floats.data()) : halves.data(), shape, type};
+}
+
+Cache to_cache(const HeadsView& floats, KvDtype type) {
+    Cache cache;
+    cache.shape = floats.shape;
+    cache.type = type;
+    const std::size_t count = element_count(floats.shape);
+    if (count && !floats.data)
+        throw std::invalid_argument("to_cache: the floats (" + shape_string(floats.shape) + ") have no data");
+    if (type == KvDtype::f32) {
+        cache.floats.assign(floats.data, floats.data + count);
+        return cache;
+    }
+    cache.halves.resize(count);
+    for (std::size_t k = 0; k < count; ++k)
+        cache.halves[k] = type == KvDtype::bf16 ? bfloat16_bits(floats.data[k]) : float16_bits(floats.data[k]);
+    return cache;
+}
+
+std::string to_string(KvDtype type) {
+    switch (type) {
+        case KvDtype::f32: return "f32";
+        case KvDtype::bf16: return "bf16";
+        case KvDtype::f16: return "f16";
+    }
+    return "?";
+}
+
+KvDtype kv_dtype_from_string(const std::string& name) {
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        if (to_string(type) == name) return type;
+    throw std::invalid_argument("kv dtype \"" + name + "\": the choices are f32, bf16 and f16");
 }
 
 namespace {

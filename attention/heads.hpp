@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "attention/attention.hpp"
 
@@ -47,6 +49,40 @@ struct HeadsResult {
 // options.mask is read with all four strides. Checks every shape first (std::invalid_argument
 // naming the operands' shapes); with options.budget, everything is charged before any head runs.
 HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
+                                         const AttentionOptions& options = {});
+
+// Cached keys or values in the type they are stored in (options.hpp's KvDtype): floats (f32) or the
+// 16-bit patterns of bfloat16 or float16 numbers, (B, H_kv, S, E) row-major and contiguous. A
+// HeadsView is a float cache.
+struct CacheView {
+    const void* data = nullptr;
+    HeadsShape shape;
+    KvDtype type = KvDtype::f32;
+    CacheView() = default;
+    CacheView(const HeadsView& floats);  // implicit: a float cache, read in place
+    CacheView(const void* data, HeadsShape shape, KvDtype type);
+};
+
+// A cache the library owns: floats rounded to `type` (nearest, ties to even), kept as floats (f32)
+// or as 16-bit patterns (bf16, f16).
+struct Cache {
+    std::vector<float> floats;          // f32
+    std::vector<std::uint16_t> halves;  // bf16, f16
+    HeadsShape shape;
+    KvDtype type = KvDtype::f32;
+    CacheView view() const;
+};
+Cache to_cache(const HeadsView& floats, KvDtype type);
+
+// The same call with the keys and values read from a cache of any type: each cached element is the
+// value its bits hold, and everything else is the float call's (masks, causal, GQA, scale, threads,
+// budget). K and V must have the same type. Backend::fused runs the decode kernel (simd/decode.cpp:
+// the keys split into blocks, their softmaxes merged) for every 16-bit cache, and for a float cache
+// when a key/value head serves fewer query rows (G·L) than one strip of the fused kernel's
+// register tile holds (simd::MR; attention/heads.cpp says why); the other backends
+// widen a 16-bit head to floats and run their chain, so Backend::naive is the reference. A 16-bit
+// cache has no backward: keep_for_backward needs an f32 cache.
+HeadsResult scaled_dot_product_attention(const HeadsView& Q, const CacheView& K, const CacheView& V,
                                          const AttentionOptions& options = {});
 
 // The backward for every head: dQ (B, H, L, E), dK (B, H_kv, S, E), dV (B, H_kv, S, E_v); a key/value

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "matrix/bfloat16.hpp"
+#include "matrix/float16.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/size.hpp"
 
@@ -108,5 +109,12 @@ struct AttentionGradients {
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
 std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
 std::string to_string(Dtype dtype);      // "f32", "bf16"
+
+// The type a key/value cache is stored in (attention/heads.hpp's CacheView): float32, bfloat16
+// (matrix/bfloat16.hpp) or IEEE float16 (matrix/float16.hpp). Q, the softmax's statistics and O
+// stay float32; each cached element is read as the value its bits hold.
+using KvDtype = Storage;
+std::string to_string(KvDtype type);                    // "f32", "bf16", "f16"
+KvDtype kv_dtype_from_string(const std::string& name);  // the inverse; std::invalid_argument naming the choices
 
 }  // namespace attn
