@@ -61,6 +61,62 @@ void BM_read_bandwidth(benchmark::State& st) {
     st.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
 }
 
+// Keys or values (1, heads, S, E) uniform on [−1, 1), one seed per operand, stored as `type`; the
+// floats are freed once rounded.
+attn::Cache random_cache(std::size_t heads, std::size_t S, std::size_t E, unsigned seed, attn::KvDtype type) {
+    const attn::Matrix floats = bench::random_matrix(heads * S, E, seed);
+    return attn::to_cache({floats.data(), {1, heads, S, E}}, type);
+}
+
+// The bytes of keys and values one call reads: H_kv·S·(E + E_v)·(bytes an element).
+double cache_bytes(std::size_t kv_heads, std::size_t S, std::size_t E, attn::KvDtype type) {
+    return double(kv_heads * S * 2 * E) * (type == attn::KvDtype::f32 ? 4.0 : 2.0);
+}
+
+void BM_decode(benchmark::State& st, attn::KvDtype type) {
+    const auto S = static_cast<std::size_t>(st.range(0)), heads = static_cast<std::size_t>(st.range(1)),
+               kv_heads = static_cast<std::size_t>(st.range(2)), E = static_cast<std::size_t>(st.range(3));
+    const int threads = static_cast<int>(st.range(4));
+    const attn::Matrix q = bench::random_matrix(heads, E, 1);
+    const attn::HeadsView Q{q.data(), {1, heads, 1, E}};
+    const attn::Cache K = random_cache(kv_heads, S, E, 2, type), V = random_cache(kv_heads, S, E, 3, type);
+    const attn::AttentionOptions options{.threads = threads, .backend = attn::Backend::fused};
+    benchmark::DoNotOptimize(attn::scaled_dot_product_attention(Q, K.view(), V.view(), options).output.values.data());
+    const bench::BusyThreads busy;
+    for (auto _ : st) {
+        const attn::HeadsResult out = attn::scaled_dot_product_attention(Q, K.view(), V.view(), options);
+        benchmark::DoNotOptimize(out.output.values.data());
+    }
+    st.counters["threads_busy"] = busy();
+    const double bytes = cache_bytes(kv_heads, S, E, type);
+    st.counters["GBps"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["tokens_per_s"] = benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["cache_MiB"] = bytes / (1024.0 * 1024.0);
+    const auto count = [](std::size_t n, const std::string& what) {
+        return std::to_string(n) + " " + what + (n > 1 ? "s" : "");
+    };
+    st.SetLabel(attn::to_string(type) + " cache, " + count(heads, "head") + ", " + count(kv_heads, "key/value head") +
+                ", " + count(std::size_t(threads), "thread"));
+}
+
+// H = 32 over H_kv = 8, S ∈ {4096, 32768}, E = 128; one head at S = 32768. On 1 thread, and on 2
+// where OpenMP is built.
+void register_decode(attn::KvDtype type) {
+    const std::vector<std::int64_t> threads =
+        attn::simd::openmp_built() ? std::vector<std::int64_t>{1, 2} : std::vector<std::int64_t>{1};
+    auto* bm = benchmark::RegisterBenchmark(("BM_decode/" + attn::to_string(type)).c_str(),
+                                            [type](benchmark::State& st) { BM_decode(st, type); });
+    bm->ArgsProduct({{4096, 32768}, {32}, {8}, {128}, threads})->ArgsProduct({{32768}, {1}, {1}, {128}, threads});
+    bm->ArgNames({"S", "H", "H_kv", "E", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// Registered when the program starts, as BENCHMARK(…) registers bench_attention.cpp's own.
+[[maybe_unused]] const bool registered = [] {
+    for (const attn::KvDtype type : {attn::KvDtype::f32, attn::KvDtype::bf16, attn::KvDtype::f16})
+        register_decode(type);
+    return true;
+}();
+
 }  // namespace
 
 BENCHMARK(BM_read_bandwidth)
