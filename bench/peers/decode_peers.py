@@ -12,7 +12,7 @@ float32 queries and output; nothing masked. Besides, one head (H = H_kv = 1) at 
 and on 2 threads, this library only: whether both threads work. Engines:
 
     ours           BM_decode/<kv>/S:…/H:…/H_kv:…/E:…/threads:… (bench/bench_decode.cpp) in bench_attention,
-                   right after BM_read_bandwidth of the same thread count, in one process
+                   right after BM_peak_fma and BM_read_bandwidth of the same thread count, in one process
     ggml           ggml_flash_attn_ext with q [E, 1, H], k and v [E, S, H_kv] of the case's type (f32, f16:
                    llama.cpp's default cache, bf16), bench/peers/ggml_heads.cpp --keys S
     ort_mha        ONNX Runtime's com.microsoft MultiHeadAttention, L = 1, for H_kv = H (bench/peers/ort_heads.js)
@@ -33,7 +33,7 @@ keys across threads at 512 —, E = 32, H_kv = 4 and 2) and its checksum is comp
 computation here on the same inputs (heads_peers.py's formula and checksum), so an engine that read
 its layout wrong is never timed; a 16-bit cache is held to the rounding it implies.
 
-Printed: each measurement as it is taken, then bench/tools/decode_report.py's tables; --json (default
+Printed: each measurement as it is taken, then bench/tools/decode_report.py's table and targets; --json (default
 <bench's folder>/decode_peers.json) keeps every round for decode_report.py, and --into adds them to a
 benchmark run's JSON as its "decode_peers". Time it only on an idle machine.
 """
@@ -121,21 +121,22 @@ class Engines:
         return result
 
     def run_ours(self, case):
-        """BM_read_bandwidth then BM_decode on the case, in one process: (result, context)."""
+        """BM_peak_fma, BM_read_bandwidth, then BM_decode on the case, in one process: (result, context)."""
         kv, S, heads, kv_heads, E, threads = decode_report.parse_case(case)
-        bandwidth = f"BM_read_bandwidth/threads:{threads}"
+        peak, bandwidth = f"BM_peak_fma/threads:{threads}", f"BM_read_bandwidth/threads:{threads}"
         decode = f"BM_decode/{kv}/S:{S}/H:{heads}/H_kv:{kv_heads}/E:{E}/threads:{threads}"
-        cmd = [self.args.bench, f"--benchmark_filter=^({bandwidth}|{decode})/real_time$",
+        cmd = [self.args.bench, f"--benchmark_filter=^({peak}|{bandwidth}|{decode})/real_time$",
                f"--benchmark_min_time={self.args.min_time}", "--benchmark_format=json"]
         out, rss = heads_peers.run_measured(cmd, dict(os.environ, OMP_NUM_THREADS=str(threads)))
         report = json.loads(out)
         runs = {b["name"].removesuffix("/real_time"): b for b in report["benchmarks"]}
-        if bandwidth not in runs or decode not in runs or runs[decode].get("error_occurred"):
-            raise RuntimeError(f"{self.args.bench}: no {bandwidth} or {decode} in its output")
+        if any(name not in runs for name in (peak, bandwidth, decode)) or runs[decode].get("error_occurred"):
+            raise RuntimeError(f"{self.args.bench}: no {peak}, {bandwidth} or {decode} in its output")
         b = runs[decode]
         seconds = b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
         result = {"engine": "ours", "case": case, "calls": b["iterations"], "seconds": seconds, "peak_rss_mib": rss,
-                  "bandwidth_gbps": runs[bandwidth]["GBps"], "threads_busy": b["threads_busy"]}
+                  "bandwidth_gbps": runs[bandwidth]["GBps"], "peak_gflops": runs[peak]["GFLOPs"],
+                  "threads_busy": b["threads_busy"]}
         return result, report["context"]
 
 
@@ -265,6 +266,8 @@ def main():
         args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print()
     print(decode_report.markdown(data))
+    print()
+    print(decode_report.targets_table(data))
     print(f"\nEvery round: {args.json}")
 
 

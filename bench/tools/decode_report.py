@@ -3,13 +3,15 @@
 
     /usr/bin/python3 bench/tools/decode_report.py build/decode_peers.json [--out decode.md]
     /usr/bin/python3 bench/tools/decode_report.py docs/bench.json       (a run decode_peers.py --into added to)
+    /usr/bin/python3 bench/tools/decode_report.py docs/bench.json --targets
     /usr/bin/python3 bench/tools/decode_report.py --self-test
 
-One table in Markdown, a row per case (the cache's type, S, H and H_kv, threads): this library's GB/s
-of keys and values read, its share of the read bandwidth measured right before it in the same
-process (BM_read_bandwidth), its tokens per second, how many times faster it ran than the row it is
-compared with (a 16-bit cache: the float32 cache of the same S; two threads: one thread) and than each
-peer; then the issue's targets, each with its measured median and whether the median meets it.
+The page's table in Markdown, a row per case (the cache's type, S, H and H_kv, threads): this
+library's GB/s of keys and values read, its share of the read bandwidth measured right before it in
+the same process (BM_read_bandwidth), its tokens per second, how many times faster it ran than the row
+it is compared with (a 16-bit cache: the float32 cache of the same S; two threads: one thread) and
+than each peer; its caption names the run and the roofline's ridge (BM_peak_fma over the bandwidth).
+--targets: the issue's targets instead, each with its measured median and whether the median meets it.
 Every figure is the median over the rounds with the lowest and highest beside it, in brackets; a
 share or a ratio is taken round by round before its median is taken, never as a ratio of two
 medians. A file that holds no decoding rounds renders one line saying so.
@@ -103,18 +105,32 @@ def case_cells(case):
     return [kv, str(S), f"{heads} / {kv_heads}", str(threads)]
 
 
+def intensity(case):
+    """Flops per byte of cache a call does: each cached key and value serves H/H_kv query heads with
+    4·E flops (q·k and p·v, 2·E each) for 2·E elements read."""
+    kv, _, heads, kv_heads, _, _ = parse_case(case)
+    return 2 * heads / kv_heads / ELEMENT_BYTES[kv]
+
+
 def caption(data):
-    bandwidth = spread([run["bandwidth_gbps"] for run in data["runs"] if run["engine"] == "ours"
-                        and parse_case(run["case"])[5] == data["threads"]])
+    ours = [run for run in data["runs"] if run["engine"] == "ours" and parse_case(run["case"])[5] == data["threads"]]
+    bandwidth = spread([run["bandwidth_gbps"] for run in ours])
+    peak = spread([run["peak_gflops"] for run in ours])
+    ridge = spread([run["peak_gflops"] / run["bandwidth_gbps"] for run in ours])
+    grouped = [case for case in data["cases"] if parse_case(case)[2] > 1]
+    per_type = {parse_case(case)[0]: intensity(case) for case in grouped}
+    _, _, heads, kv_heads, E, _ = parse_case(grouped[0] if grouped else data["cases"][0])
     context = data.get("context", {})
     versions = " Peers: " + ", ".join(dict.fromkeys(data["versions"].values())) + "." if data["versions"] else ""
-    E = parse_case(data["cases"][0])[4]
-    return (f"**The run.** Machine: {context.get('cpu_model', data['cpu'])}, {data['cpus']} CPUs; the peers on "
+    return (f"**The run.** Machine: {context.get('cpu_model', data['cpu'])}, {data['cpus']} CPUs; every engine on "
             f"{data['threads']} threads. This library's kernels: `{context.get('simd_isa', '?')}`.{versions} Batch 1, "
             f"L = 1, E = {E}, float32 queries and output. {data['rounds']} rounds in one window: in each, every case "
-            f"runs this library first, right after the read bandwidth of its thread count (`BM_read_bandwidth`, "
-            f"{data['threads']} threads: {fmt(bandwidth)} GB/s over the run), then every peer. GB/s count the cache's "
-            f"keys and values, H_kv·S·2E·(4 bytes for f32, 2 for bf16 and f16), for every engine alike.")
+            f"runs this library first, in one process after the FMA peak and the read bandwidth of its thread count "
+            f"(`BM_peak_fma`, `BM_read_bandwidth`; {data['threads']} threads: {fmt(peak)} GFLOP/s and {fmt(bandwidth)} "
+            f"GB/s over the run), then every peer. GB/s count the cache's keys and values, H_kv·S·2E·(4 bytes for "
+            f"f32, 2 for bf16 and f16), for every engine alike. The roofline's ridge, that peak over that bandwidth "
+            f"round by round: {fmt(ridge)} flops per byte; H = {heads} query heads over H_kv = {kv_heads} do "
+            + ", ".join(f"{v:g} on {kv}" for kv, v in per_type.items()) + ".")
 
 
 def row(case, s, present):
@@ -142,10 +158,10 @@ def markdown(data):
             "ours against f32 / 1 thread"] + [NAMES[c] for c in present]
     lines = [caption(data), "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += [row(case, s, present) for case in cases]
-    lines += ["", "Each cell: median [lowest, highest] over the rounds. Beside a peer: its GB/s, and how many times "
-              "faster this library ran in the same round; ours against f32 / 1 thread: a 16-bit cache's speed-up over "
-              "the float32 cache of the same S, two threads' over one. A dash: no such run (the float32 peers run "
-              "the f32 cache only)."]
+    lines += ["", "Each cell: median [lowest, highest] over the rounds. A peer's cell: its GB/s, and how many times "
+              "faster this library ran in the same round. Ours against f32 / 1 thread: a 16-bit cache's speed-up over "
+              "the float32 cache of the same S, two threads' over one. A dash: no such run (ONNX Runtime and PyTorch "
+              "run the float32 cache only; the one-head rows are this library's alone)."]
     if "ort" in present:
         lines.append("ONNX Runtime, MHA / GQA: com.microsoft MultiHeadAttention where H_kv = H, GroupQueryAttention "
                      "(over a past cache sharing its buffer with the present) where H_kv < H.")
@@ -153,7 +169,6 @@ def markdown(data):
         for reason in sorted(set(reasons.values())):
             which = ", ".join(case for case, r in reasons.items() if r == reason)
             lines.append(f"– {engine} on {which}: {reason}.")
-    lines += ["", targets_table(data, s)]
     return "\n".join(lines)
 
 
@@ -176,7 +191,10 @@ def targets(data):
     return out
 
 
-def targets_table(data, s):
+def targets_table(data):
+    if not data or not data.get("runs"):
+        return NOT_RECORDED
+    s = summary(data)
     lines = ["Targets: median [lowest, highest] over the rounds; met when the median is at least the bound.", "",
              "| target | measured | met |", "|---|---|---|"]
     for what, case, measure, column, bound in targets(data):
@@ -198,16 +216,18 @@ def self_test():
     mb32 = cache_bytes(f32)
     for r, (bw, ours32, ours16, ggml32, ort32) in enumerate([(40, 32, 30, 16, 20), (50, 30, 29, 20, 30),
                                                            (45, 36, 33, 18, 24)]):
-        runs += [{"engine": "ours", "case": f32, "round": r, "seconds": mb32 / ours32 / 1e9, "bandwidth_gbps": bw},
-                 {"engine": "ours", "case": bf16, "round": r, "seconds": mb32 / 2 / ours16 / 1e9, "bandwidth_gbps": bw},
+        runs += [{"engine": "ours", "case": f32, "round": r, "seconds": mb32 / ours32 / 1e9, "bandwidth_gbps": bw,
+                  "peak_gflops": 10 * bw},
+                 {"engine": "ours", "case": bf16, "round": r, "seconds": mb32 / 2 / ours16 / 1e9, "bandwidth_gbps": bw,
+                  "peak_gflops": 8 * bw},
                  {"engine": "ggml", "case": f32, "round": r, "seconds": mb32 / ggml32 / 1e9},
                  {"engine": "ort_gqa", "case": f32, "round": r, "seconds": mb32 / ort32 / 1e9}]
-    runs += [{"engine": "ours", "case": one, "round": 0, "seconds": 0.010, "bandwidth_gbps": 20},
-             {"engine": "ours", "case": two, "round": 0, "seconds": 0.006, "bandwidth_gbps": 30}]
+    runs += [{"engine": "ours", "case": one, "round": 0, "seconds": 0.010, "bandwidth_gbps": 20, "peak_gflops": 100},
+             {"engine": "ours", "case": two, "round": 0, "seconds": 0.006, "bandwidth_gbps": 30, "peak_gflops": 300}]
     data = {"runs": runs, "cases": [f32, bf16, one, two], "skipped": {}, "cpu": "test CPU", "cpus": 2,
             "threads": 2, "rounds": 3, "versions": {}}
     s = summary(data)
-    table = markdown(data)
+    table = markdown(data) + "\n" + targets_table(data)
     checks = [
         ("bytes: H_kv·S·2E·4 for f32", cache_bytes(f32) == 8 * 4096 * 256 * 4),
         ("bytes: half for bf16", cache_bytes(bf16) * 2 == cache_bytes(f32)),
@@ -232,6 +252,9 @@ def self_test():
          in table),
         ("a row: ours and the peers", table.count("\n| f32 | 4096 | 32 / 8 | 2 | 32.0 [30.0, 36.0] | 80% [60, 80] |")
          == 1),
+        ("flops per byte: 2·(H/H_kv)/(bytes an element)", (intensity(f32), intensity(bf16), intensity(one)) == (2, 4, 0.5)),
+        ("the ridge, peak over bandwidth round by round: 10, 8 and one 10", "flops per byte" in table
+         and "round by round: 10.0 [8.0, 10.0] flops per byte" in table and "do 2 on f32, 4 on bf16." in table),
         ("nothing recorded", markdown({}) == NOT_RECORDED and markdown({"runs": []}) == NOT_RECORDED),
     ]
     failed = [name for name, ok in checks if not ok]
@@ -245,6 +268,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", nargs="?", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--targets", action="store_true", help="the targets' table instead of the page's")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     if args.self_test:
@@ -254,7 +278,7 @@ def main():
     data = json.loads(args.json.read_text(encoding="utf-8"))
     if "runs" not in data:  # a benchmark run's JSON, to which decode_peers.py --into adds "decode_peers"
         data = data.get("decode_peers", {})
-    text = markdown(data) + "\n"
+    text = (targets_table(data) if args.targets else markdown(data)) + "\n"
     if args.out:
         args.out.write_text(text)
     else:
