@@ -99,14 +99,14 @@ void BM_decode(benchmark::State& st, attn::KvDtype type) {
                 ", " + count(std::size_t(threads), "thread"));
 }
 
-// H = 32 over H_kv = 8, S ∈ {4096, 32768}, E = 128; one head at S = 32768. On 1 thread, and on 2
-// where OpenMP is built.
+// S ∈ {4096, 32768}, E = 128: H = 32 over H_kv = 8, and one head. On 1 thread, and on 2 where OpenMP
+// is built.
 void register_decode(attn::KvDtype type) {
     const std::vector<std::int64_t> threads =
         attn::simd::openmp_built() ? std::vector<std::int64_t>{1, 2} : std::vector<std::int64_t>{1};
     auto* bm = benchmark::RegisterBenchmark(("BM_decode/" + attn::to_string(type)).c_str(),
                                             [type](benchmark::State& st) { BM_decode(st, type); });
-    bm->ArgsProduct({{4096, 32768}, {32}, {8}, {128}, threads})->ArgsProduct({{32768}, {1}, {1}, {128}, threads});
+    bm->ArgsProduct({{4096, 32768}, {32}, {8}, {128}, threads})->ArgsProduct({{4096, 32768}, {1}, {1}, {128}, threads});
     bm->ArgNames({"S", "H", "H_kv", "E", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 

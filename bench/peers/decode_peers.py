@@ -65,13 +65,19 @@ CHECK_CASES = [(S, kv_heads) for S in (80, 700) for kv_heads in (4, 2)]
 TOLERANCE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1e-3}
 
 
-def ensure_ours(bench):
+def decode_name(case):
+    kv, S, heads, kv_heads, E, threads = decode_report.parse_case(case)
+    return f"BM_decode/{kv}/S:{S}/H:{heads}/H_kv:{kv_heads}/E:{E}/threads:{threads}"
+
+
+def ensure_ours(bench, cases):
     if (bench.parent / "build.ninja").exists():  # up to date with the sources, whatever was built before
         heads_peers.run(["ninja", "-C", bench.parent, bench.name], stdout=subprocess.DEVNULL)
     listed = subprocess.run([bench, "--benchmark_list_tests", "--benchmark_filter=^BM_decode/"], capture_output=True,
-                            text=True, check=True).stdout
-    if not listed.strip():
-        sys.exit(f"decode_peers: {bench} has no BM_decode (built before bench/bench_decode.cpp?)")
+                            text=True, check=True).stdout.split()
+    missing = [decode_name(case) for case in cases if decode_name(case) + "/real_time" not in listed]
+    if missing:
+        sys.exit(f"decode_peers: {bench} has no {', '.join(missing)} (bench/bench_decode.cpp registers the cases)")
 
 
 class Engines:
@@ -122,9 +128,9 @@ class Engines:
 
     def run_ours(self, case):
         """BM_peak_fma, BM_read_bandwidth, then BM_decode on the case, in one process: (result, context)."""
-        kv, S, heads, kv_heads, E, threads = decode_report.parse_case(case)
+        threads = decode_report.parse_case(case)[5]
         peak, bandwidth = f"BM_peak_fma/threads:{threads}", f"BM_read_bandwidth/threads:{threads}"
-        decode = f"BM_decode/{kv}/S:{S}/H:{heads}/H_kv:{kv_heads}/E:{E}/threads:{threads}"
+        decode = decode_name(case)
         cmd = [self.args.bench, f"--benchmark_filter=^({peak}|{bandwidth}|{decode})/real_time$",
                f"--benchmark_min_time={self.args.min_time}", "--benchmark_format=json"]
         out, rss = heads_peers.run_measured(cmd, dict(os.environ, OMP_NUM_THREADS=str(threads)))
@@ -247,7 +253,7 @@ def main():
     if args.heads % args.kv_heads:
         parser.error("H must be a multiple of H_kv")
     if "ours" in args.engines:
-        ensure_ours(args.bench)
+        ensure_ours(args.bench, cases(args))
     engines = Engines(args)
     if args.build_only:
         return
