@@ -258,16 +258,17 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     const auto size = decode_scratch<std::size_t>(p.rows, block, units, p.d_k, p.d_v, type != Storage::f32);
     thread_local Buffer partials;  // the calling thread's: every unit's (m, ℓ, o), then one row for the merge
     if (partials.size() < size.partials) grow_exactly(partials, size.partials);
+    float* const results = partials.data();  // (a thread_local is not captured: each thread would see its own)
     const bool team = decode_team(units, p.groups, p.rows, p.keys, p.d_k, p.d_v) > 1;
     for_each_in_team(units, team ? threads : Threads::one, [&](std::size_t i) {
         thread_local Scratch scratch;
         scratch.fit(size, p.d_k, p.d_v);
         const std::size_t g = i / blocks, j0 = i % blocks * block;
-        attend_block<type>(p, {g, j0, std::min(block, p.keys - j0), partials.data() + i * unit_floats}, scratch);
+        attend_block<type>(p, {g, j0, std::min(block, p.keys - j0), results + i * unit_floats}, scratch);
     });
-    float* sum = partials.data() + units * unit_floats;
     for (std::size_t g = 0; g < p.groups; ++g)
-        for (std::size_t r = 0; r < p.rows; ++r) merge_row<type>(p, partials.data(), blocks, unit_floats, g, r, sum);
+        for (std::size_t r = 0; r < p.rows; ++r)
+            merge_row<type>(p, results, blocks, unit_floats, g, r, results + units * unit_floats);
 }
 
 }  // namespace
