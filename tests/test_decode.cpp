@@ -390,3 +390,130 @@ TEST_CASE("a float cache decoded keeps the log-sum-exp the fused backward needs"
     check_close(grads.dK.values, want.dK.values, 1e-6, 1e-4);
     check_close(grads.dV.values, want.dV.values, 1e-6, 1e-4);
 }
+
+namespace {
+
+// The error a 16-bit cache allows, against the float64 chain on the unrounded cache.
+//
+// Each cached number x is stored as x̂ with |x̂ − x| ≤ u·|x| + η: rounding to nearest moves it by at
+// most half a step, u = 2⁻⁸ of its size for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11);
+// η covers the numbers below the normal range, where the steps stop shrinking: float16's subnormal
+// step is 2⁻²⁴, so η = 2⁻²⁵; bfloat16 flushes a float below 2⁻¹²⁶ to 0, so η = 2⁻¹²⁶.
+//
+// Scores. ŝ_j − s_j = c·Σ_p q_p·(k̂_jp − k_jp), so |ŝ_j − s_j| ≤ ε_j = c·Σ_p |q_p|·(u·|k_jp| + η), and
+// ε = max_j ε_j over the keys the row sees (c: the scale).
+// Softmax. α̂_j = e^(ŝ_j) / Σ_t e^(ŝ_t): the numerator moves by a factor within [e^(−ε), e^(ε)] and so
+// does the denominator, so α̂_j / α_j lies within [e^(−2ε), e^(2ε)] and |α̂_j − α_j| ≤ (e^(2ε) − 1)·α_j.
+// Weighted sum. ô − o = Σ_j (α̂_j − α_j)·v̂_j + Σ_j α_j·(v̂_j − v_j), so for each column c
+//     |ô_c − o_c| ≤ (e^(2ε) − 1)·Σ_j α_j·|v̂_jc| + Σ_j α_j·(u·|v_jc| + η).
+// The kernel's own float32 rounding comes on top; it is what the tight check against the chain on
+// the rounded cache (the values the cache holds) allows.
+struct Rounding {
+    double u, eta;
+};
+Rounding rounding_of(KvDtype type) {
+    return type == KvDtype::bf16 ? Rounding{0x1p-8, 0x1p-126} : Rounding{0x1p-11, 0x1p-25};
+}
+
+// That bound for every output element of a one-batch, one-group problem without mask (Q: H heads of
+// L rows, K and V: one key/value head), computed in double from the exact α.
+std::vector<std::vector<double>> rounding_bound(const Heads& Q, const Heads& K, const Heads& V, const Heads& V_held,
+                                                bool causal, Rounding r) {
+    const std::size_t rows = Q.shape.heads * Q.shape.rows, L = Q.shape.rows, S = K.shape.rows, E = Q.shape.cols;
+    const double c = 1.0 / std::sqrt(double(E));
+    const Model exact = model(Q, K, V, c, nullptr, causal);
+    std::vector<std::vector<double>> bound(rows, std::vector<double>(V.shape.cols, 0.0));
+    for (std::size_t row = 0; row < rows; ++row) {
+        const std::size_t seen = causal ? std::min(S, row % L + 1) : S;
+        double eps = 0.0;
+        std::vector<double> alpha(seen);
+        for (std::size_t j = 0; j < seen; ++j) {
+            double e = 0.0, s = 0.0;
+            for (std::size_t p = 0; p < E; ++p) {
+                const double q = Q.values(row, p), k = K.values(j, p);
+                e += std::fabs(q) * (r.u * std::fabs(k) + r.eta);
+                s += q * k;
+            }
+            eps = std::max(eps, c * e);
+            alpha[j] = std::exp(c * s - exact.log_sum_exp[row]);
+        }
+        for (std::size_t col = 0; col < V.shape.cols; ++col)
+            for (std::size_t j = 0; j < seen; ++j)
+                bound[row][col] += std::expm1(2 * eps) * alpha[j] * std::fabs(V_held.values(j, col)) +
+                                   alpha[j] * (r.u * std::fabs(V.values(j, col)) + r.eta);
+    }
+    return bound;
+}
+
+// The largest |got − want| / bound over the elements, after checking each against bound + slack.
+double used_of_bound(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
+                     const std::vector<std::vector<double>>& bound, double slack_abs, double slack_rel) {
+    double used = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        for (std::size_t c = 0; c < got[i].size(); ++c) {
+            const double error = std::fabs(got[i][c] - want[i][c]);
+            if (error > bound[i][c] + slack_abs + slack_rel * std::fabs(want[i][c]))
+                FAIL_CHECK("element (" << i << ", " << c << "): error " << error << " over the bound " << bound[i][c]);
+            if (bound[i][c] > 0) used = std::max(used, error / bound[i][c]);
+        }
+    return used;
+}
+
+std::vector<std::vector<double>> rows_of(const Matrix& M) {
+    std::vector<std::vector<double>> out(M.rows(), std::vector<double>(M.cols()));
+    for (std::size_t i = 0; i < M.rows(); ++i)
+        for (std::size_t c = 0; c < M.cols(); ++c) out[i][c] = M(i, c);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a 16-bit cache is within the bound its rounding allows of the float64 chain", "[decode][bound]") {
+    std::mt19937 rng(569);
+    for (const KvDtype type : {KvDtype::bf16, KvDtype::f16}) {
+        double worst = 0.0;
+        for (const std::size_t S : {1, 40, 1000})
+            for (const std::size_t E : {8, 64, 129})
+                for (const bool causal : {false, true}) {
+                    INFO(attn::to_string(type) << ", S = " << S << ", E = " << E << (causal ? ", causal" : ""));
+                    const Heads Q = random_heads({1, 4, 2, E}, rng, 3.0f), K = random_heads({1, 1, S, E}, rng, 2.0f),
+                                V = random_heads({1, 1, S, 24}, rng);
+                    const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                    const Heads K_held = values_of(Kc), V_held = values_of(Vc);
+                    const Matrix got = attn::scaled_dot_product_attention(Q.view(), Kc.view(), Vc.view(),
+                                                                          {.causal = causal, .backend = Backend::fused})
+                                           .output.values;
+                    const double c = 1.0 / std::sqrt(double(E));
+                    const Model held = model(Q, K_held, V_held, c, nullptr, causal);  // the values the cache holds
+                    check_close(got, held.O, 2e-6, 2e-5);                             // float32 rounding only
+                    const Model exact = model(Q, K, V, c, nullptr, causal);
+                    const auto bound = rounding_bound(Q, K, V, V_held, causal, rounding_of(type));
+                    used_of_bound(rows_of(got), exact.O, bound, 2e-6, 2e-5);
+                    worst = std::max(worst, used_of_bound(held.O, exact.O, bound, 0.0, 0.0));  // rounding alone
+                }
+        // Not vacuous: the rounding alone uses a sizeable part of the bound on random inputs.
+        WARN(attn::to_string(type) << " cache: the rounding used " << worst * 100 << "% of its bound at most");
+        CHECK(worst > 0.05);
+    }
+}
+
+TEST_CASE("the bound's value term is reached: values that all round down by almost half a step", "[decode][bound]") {
+    // q = 0 gives every key the same score (ε = 0, α_j = 1/S), and every value x = 1 + u − 2⁻²³ rounds
+    // down to 1: the output moves by u − 2⁻²³ against a bound of u·x + η, all of it but 0.4%.
+    for (const KvDtype type : {KvDtype::bf16, KvDtype::f16}) {
+        const Rounding r = rounding_of(type);
+        const Heads Q{Matrix(2, 16), {1, 2, 1, 16}}, K{Matrix(50, 16), {1, 1, 50, 16}};
+        Heads V{Matrix(50, 8), {1, 1, 50, 8}};
+        for (std::size_t k = 0; k < V.values.size(); ++k) V.values.data()[k] = float(1.0 + r.u - 0x1p-23);
+        const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+        const Matrix got =
+            attn::scaled_dot_product_attention(Q.view(), Kc.view(), Vc.view(), {.backend = Backend::fused})
+                .output.values;
+        const Model exact = model(Q, K, V, 0.25, nullptr, false);
+        const double used =
+            used_of_bound(rows_of(got), exact.O, rounding_bound(Q, K, V, values_of(Vc), false, r), 0, 0);
+        INFO(attn::to_string(type) << ": " << used * 100 << "% of the bound");
+        CHECK(used > 0.99);
+        CHECK(used <= 1.0);
+    }
+}
