@@ -9,8 +9,8 @@
 // Counters:
 //   GBps (both)        bytes read per second ÷ 1e9. BM_read_bandwidth: the buffer's bytes. BM_decode:
 //                      the cache's, B·H_kv·S·(E + E_v)·(bytes per element: 4 for f32, 2 for bf16 and
-//                      f16); Q and O (H·E floats each, 32 KiB here) are not counted, well under 1% of
-//                      the cache at S ≥ 4096.
+//                      f16); Q and O (H·E floats each: 32 KiB together here) are not counted, under
+//                      1% of the cache at S ≥ 4096.
 //   cache_MiB          the K and V bytes of one call (BM_decode)
 //   tokens_per_s       calls per second: one token decoded, one layer's attention (BM_decode)
 //   threads_busy       CPU time ÷ wall time over the timed loop (bench/common.hpp) (BM_decode)
@@ -29,8 +29,8 @@
 
 namespace {
 
-// 1 GiB of floats, first touched by the static schedule of two threads (the 1-thread sum reads both
-// halves alike: one socket); values that no compiler can fold.
+// 1 GiB of floats, made once per process and first touched by the OpenMP team's static schedule;
+// values that no compiler can fold.
 const float* read_buffer(std::ptrdiff_t n) {
     static const std::unique_ptr<float[]> buffer = [n] {
         std::unique_ptr<float[]> b(new float[std::size_t(n)]);
@@ -42,7 +42,7 @@ const float* read_buffer(std::ptrdiff_t n) {
 }
 
 // Σ values[i] over the buffer in chunks of 2048 floats, each a dot product with a row of ones that
-// stays in L1 (simd::dot: the widest vectors this CPU runs, several sums in flight), so only the
+// stays in L1 (simd::dot: the widest vectors this CPU runs, four sums in flight), so only the
 // buffer streams from memory. A plain loop compiled for the baseline (SSE2) adds too slowly to
 // keep up with one core's share of the bandwidth.
 void BM_read_bandwidth(benchmark::State& st) {

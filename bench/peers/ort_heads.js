@@ -172,9 +172,10 @@ function build(a) {
 // Why this operator cannot run the case as asked, or null.
 function unsupported(a) {
     if (a.op === "mha" && a.kvHeads !== a.heads) return "MultiHeadAttention has no grouped key/value heads";
-    if (a.op === "gqa" && !a.causal && a.L > 1)
-        return "GroupQueryAttention is causal only (its one query row of a decoding step sees every key)";
-    if (a.op === "gqa" && a.causal && a.S !== a.L) return "GroupQueryAttention's causal rows end at the cache's end";
+    // One query row over a past cache sees every key, causal or not.
+    if (a.op === "gqa" && !a.causal && a.L > 1) return "GroupQueryAttention is causal only (a prompt over its own keys)";
+    if (a.op === "gqa" && a.causal && a.S !== a.L)
+        return "GroupQueryAttention aligns its causal rows with the cache's end, not top left";
     return null;
 }
 
