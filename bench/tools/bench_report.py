@@ -60,8 +60,11 @@ def collect(runs):
     for r in runs:
         family, args = parse_name(r["name"])
         gflops = r.get("GFLOPs", 0.0)
-        if family.startswith("tune_") or family.startswith("ladder") or family == "stream_triad":
-            continue  # the block-size sweep (--tuning) and the ladder (--ladder) are printed on their own
+        if family.startswith("tune_") or family.startswith("ladder") or family in ("stream_triad", "read_bandwidth",
+                                                                                    "decode"):
+            # the block-size sweep (--tuning) and the ladder (--ladder) are printed on their own; decoding by
+            # bench/tools/decode_report.py, from the rounds of bench/peers/decode_peers.py
+            continue
         if family == "peak_fma":
             peak[args["threads"]] = gflops
             continue
