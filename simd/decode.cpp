@@ -302,9 +302,9 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     thread_local Buffer partials;  // the calling thread's: every unit's (m, ℓ, o), then one row for the merge
     if (partials.size() < size.partials) grow_exactly(partials, size.partials);
     thread_local std::vector<double, ScratchAllocator<double>> norms;  // each unit's largest ‖k‖² and ‖v‖²
-    if (norms.size() < 2 * units) {
-        norms.reserve(2 * units);
-        norms.resize(2 * units);
+    if (const std::size_t doubles = size.norms * sizeof(float) / sizeof(double); norms.size() < doubles) {
+        norms.reserve(doubles);
+        norms.resize(doubles);
     }
     float* const results = partials.data();  // (a thread_local is not captured: each thread would see its own)
     double* const unit_norms = norms.data();
