@@ -20,9 +20,9 @@ and on 2 threads, this library only: whether both threads work. Engines:
                    sharing its buffer with the present, as a generator runs it
     ort_attention  ONNX's own Attention (opset 23), q (1, H, 1, E), k and v (1, H_kv, S, E)
     torch          softmax(q @ kᵀ · scale) @ v with k and v repeated to H heads, PyTorch of /usr/bin/python3
-                   (bench/peers/torch_heads.py --keys S)
+                   (bench/peers/torch_heads.py --keys S), in float32, and for a bf16 cache in bfloat16 throughout
 
-ONNX Runtime and PyTorch run the float32 cache only. A round takes every case in turn and runs every
+ONNX Runtime runs the float32 cache only, PyTorch float32 and bf16. A round takes every case in turn and runs every
 engine on it, one right after the other (ours first), each in a process of its own; --rounds rounds
 in one window. GB/s count the cache's keys and values alike for every engine
 (bench/tools/decode_report.py's cache_bytes), whatever else an engine reads.
@@ -56,12 +56,14 @@ import decode_report  # noqa: E402
 import heads_peers  # noqa: E402
 
 PEERS = ["ggml", "ort_mha", "ort_gqa", "ort_attention", "torch"]
-FLOAT32_ONLY = {"ort_mha", "ort_gqa", "ort_attention", "torch"}
+# The cache types each engine runs (ggml: every one; PyTorch: float32, and bfloat16 throughout).
+KV_TYPES = {"ort_mha": {"f32"}, "ort_gqa": {"f32"}, "ort_attention": {"f32"}, "torch": {"f32", "bf16"}}
 CHECK_HEADS, CHECK_E = 4, 32
 CHECK_CASES = [(S, kv_heads) for S in (80, 700) for kv_heads in (4, 2)]
 # Relative error of a checksum allowed, by the cache's type. The reference holds K and V rounded as the
 # cache does; what remains of a 16-bit case is the engine's own rounding (ggml rounds q to the cache's
-# type for its dot products, and sums V's rows in float16 for an f16 cache).
+# type for its dot products, and sums V's rows in float16 for an f16 cache; PyTorch in bfloat16 rounds
+# q, the scores, the weights and O too).
 TOLERANCE = {"f32": 1e-5, "f16": 1e-3, "bf16": 1e-3}
 
 
@@ -108,14 +110,15 @@ class Engines:
     def runs(self, engine, case):
         """Whether the engine has this case: its cache type, and MHA or GQA by the grouping."""
         kv, _, heads, kv_heads, _, _ = decode_report.parse_case(case)
-        if engine in FLOAT32_ONLY and kv != "f32":
+        if kv not in KV_TYPES.get(engine, {kv}):
             return False
         return not (engine == "ort_mha" and kv_heads < heads or engine == "ort_gqa" and kv_heads == heads)
 
     def run_peer(self, engine, case, min_time):
         """{engine, case, calls, seconds, checksum, peak_rss_mib} or {engine, case, skipped}."""
         kv, S, heads, kv_heads, E, threads = decode_report.parse_case(case)
-        cmd = [*self.commands[engine], *(["--kv", kv] if engine == "ggml" else []), "--threads", threads,
+        dtype = {"ggml": ["--kv", kv], "torch": ["--dtype", {"f32": "float32", "bf16": "bfloat16"}[kv]]}.get(engine, [])
+        cmd = [*self.commands[engine], *dtype, "--threads", threads,
                "--min-time", min_time, "--heads", heads, "--keys", S, f"1:{E}:{kv_heads}:0"]
         try:
             out, rss = heads_peers.run_measured(cmd, self.env.get(engine))

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """PyTorch as a reader of the lesson writes attention for many heads, timed on the CPU.
 
-    /usr/bin/python3 bench/peers/torch_heads.py --threads 2 --min-time 0.5 --heads 32 [--keys S] L:E:H_kv:causal
+    /usr/bin/python3 bench/peers/torch_heads.py --threads 2 --min-time 0.5 --heads 32 [--keys S] [--dtype bfloat16] \
+        L:E:H_kv:causal
 
 One case per process (bench/peers/heads_peers.py starts it and measures the process's peak memory).
 S = L unless --keys gives it (decoding: L = 1, bench/peers/decode_peers.py).
-The expression is the lesson's chain on (1, H, L, E) float32 tensors, as it reads in any PyTorch:
+The expression is the lesson's chain on (1, H, L, E) float32 tensors (or, with --dtype bfloat16, the
+same inputs rounded to bfloat16, everything computed in that type), as it reads in any PyTorch:
 
     torch.softmax(q @ k.transpose(-2, -1) * scale, -1) @ v
 
@@ -46,15 +48,17 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=0.5)
     parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     args = parser.parse_args()
     L, E, kv_heads, causal = map(int, args.case.split(":"))
     S = args.keys or L
     torch.set_num_threads(args.threads)
-    q = input_values(0, (1, args.heads, L, E))
-    k = input_values(1, (1, kv_heads, S, E))
-    v = input_values(2, (1, kv_heads, S, E))
+    dtype = getattr(torch, args.dtype)
+    q = input_values(0, (1, args.heads, L, E)).to(dtype)
+    k = input_values(1, (1, kv_heads, S, E)).to(dtype)
+    v = input_values(2, (1, kv_heads, S, E)).to(dtype)
     scale = 1.0 / math.sqrt(E)
-    mask = torch.full((L, S), float("-inf")).triu(1) if causal else None
+    mask = torch.full((L, S), float("-inf"), dtype=dtype).triu(1) if causal else None
     group = args.heads // kv_heads
 
     def attention():

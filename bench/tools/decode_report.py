@@ -103,6 +103,11 @@ def fmt(s, digits=1, suffix=""):
     return f"{median:.{digits}f}{suffix} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def rate(s):
+    """GB/s: one decimal, three below 1 GB/s (a slow peer is not 0.0)."""
+    return fmt(s, 1 if s[0] >= 1 else 3)
+
+
 def case_cells(case):
     kv, S, heads, kv_heads, _, threads = parse_case(case)
     return [kv, str(S), f"{heads} / {kv_heads}", str(threads)]
@@ -140,14 +145,14 @@ def row(case, s, present):
     ours = s.get((case, "ours"))
     cells = case_cells(case)
     if ours:
-        cells += [fmt(ours["gbps"]), fmt(ours["percent"], 0, "%") if ours["percent"] else "–",
+        cells += [rate(ours["gbps"]), fmt(ours["percent"], 0, "%") if ours["percent"] else "–",
                   fmt(ours["tokens"], 0), fmt(ours["against"], 2, "×") if ours["against"] else "–"]
     else:
         cells += ["–"] * 4
     for c in present:
         peer = s.get((case, c))
-        cells.append(f"{fmt(peer['gbps'])}; ours {fmt(peer['speedup'], 2, '×')}" if peer and peer["speedup"]
-                     else fmt(peer["gbps"]) if peer else "–")
+        cells.append(f"{rate(peer['gbps'])}; ours {fmt(peer['speedup'], 2, '×')}" if peer and peer["speedup"]
+                     else rate(peer["gbps"]) if peer else "–")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -163,8 +168,9 @@ def markdown(data):
     lines += [row(case, s, present) for case in cases]
     lines += ["", "Each cell: median [lowest, highest] over the rounds. A peer's cell: its GB/s, and how many times "
               "faster this library ran in the same round. Ours against f32 / 1 thread: a 16-bit cache's speed-up over "
-              "the float32 cache of the same S, two threads' over one. A dash: no such run (ONNX Runtime and PyTorch "
-              "run the float32 cache only; the one-head rows are this library's alone)."]
+              "the float32 cache of the same S, two threads' over one. A dash: no such run (ONNX Runtime runs the "
+              "float32 cache only, PyTorch float32 and bf16, in bfloat16 throughout; the one-head rows are this "
+              "library's alone)."]
     if "ort" in present:
         lines.append("ONNX Runtime, MHA / GQA: com.microsoft MultiHeadAttention where H_kv = H, GroupQueryAttention "
                      "(over a past cache sharing its buffer with the present) where H_kv < H.")
@@ -266,6 +272,8 @@ def self_test():
          and "round by round: 10.0 [8.0, 10.0] flops per byte" in table and "do 2 on f32, 4 on bf16." in table),
         ("the page's part replaced, the rest kept", into_page(f"a\n\n{BEGIN}\n\nold\nlines\n\n{END}\nb\n", "new")
          == f"a\n\n{BEGIN}\n\nnew\n\n{END}\nb\n"),
+        ("a slow rate keeps three decimals", rate((0.0345, 0.03, 0.04)) == "0.035 [0.030, 0.040]"
+         and rate((2.0, 0.5, 3.0)) == "2.0 [0.5, 3.0]"),
         ("nothing recorded", markdown({}) == NOT_RECORDED and markdown({"runs": []}) == NOT_RECORDED),
     ]
     failed = [name for name, ok in checks if not ok]
