@@ -9,7 +9,7 @@
 // own team. The kernels give the same bits for any thread count, so both give the same results.
 //
 // Caches (CacheView): keys and values stored as floats, bfloat16 or float16. Backend::fused sends
-// every 16-bit cache, and a float cache with few query rows per key/value head (decode_rows, below),
+// every 16-bit cache, and a float cache with few query rows per head (decode_rows, below),
 // to the decode kernel (simd/decode.cpp), which reads each cached head once for its whole group and
 // splits the keys over the threads; it measures the cache's norms as it reads it, and the guards
 // check them after (the queries and the mask before). Every other backend widens a 16-bit cache to
@@ -254,16 +254,17 @@ Heads widened(const CacheView& cache) {
 }
 
 // Routing. The fused backend decodes (simd/decode.cpp) every 16-bit cache, and a float cache whose
-// key/value heads serve fewer query rows G·L than one strip of the fused kernel's register tile
-// holds (MR = 6): such a head is one block of queries for the fused kernel, so it runs on one thread
-// with its tile partly empty, and each of the G query heads reads the key/value head again; the
-// decode kernel reads it once for the group and shares its keys over the threads. From MR rows on,
-// the register tile is full and the fused kernel computes each score with far fewer loads.
-constexpr std::size_t decode_rows = simd::MR;
+// query heads have fewer than decode_rows rows each. The fused kernel runs each query head on its
+// own, its rows in strips of MR = 6 of its register tile: a head of 1 or 2 rows (one token at a
+// time, or two in speculative decoding) leaves more than half of the tile's rows on padding, makes
+// one block of queries for the team (one thread works) and reads its key/value head once per query
+// head. The decode kernel reads the key/value head once for its group and shares the keys out over
+// the threads instead.
+constexpr std::size_t decode_rows = simd::MR / 2;
 
 bool decodes(const Layout& x, KvDtype type, const AttentionOptions& options) {
     return options.backend == Backend::fused && options.dtype == Dtype::f32 &&
-           (type != KvDtype::f32 || x.group * x.L < decode_rows);
+           (type != KvDtype::f32 || x.L < decode_rows);
 }
 
 // The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
