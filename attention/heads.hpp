@@ -73,6 +73,8 @@ struct Cache {
     CacheView view() const;
 };
 Cache to_cache(const HeadsView& floats, KvDtype type);
+// A cache's values as floats: each element the value its bits hold (attention/cache.cpp).
+Heads to_floats(const CacheView& cache);
 
 // The same call with the keys and values read from a cache of any type: each cached element is the
 // value its bits hold, and everything else is the float call's (masks, causal, GQA, scale, threads,

@@ -198,6 +198,21 @@ TEST_CASE("the cache's type by name, and back", "[decode]") {
                       Catch::Contains("fp8") && Catch::Contains("f32, bf16 and f16"));
 }
 
+TEST_CASE("a cache made from floats reads back as the floats rounded to its type", "[decode]") {
+    std::mt19937 rng(571);
+    const Heads X = random_heads({2, 3, 5, 7}, rng, 100.0f);
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16}) {
+        const attn::Cache cache = attn::to_cache(X.view(), type);
+        CHECK(cache.view().shape.heads == 3);
+        CHECK(cache.view().type == type);
+        const Heads back = attn::to_floats(cache.view());
+        CHECK(back.values == values_of(cache).values);
+        if (type == KvDtype::f32) CHECK(back.values == X.values);
+        else check_close(back.values, X.values, 0.0, type == KvDtype::bf16 ? 0x1p-8 : 0x1p-11);
+    }
+    CHECK_THROWS_WITH(attn::to_cache({nullptr, {1, 1, 2, 2}}, KvDtype::bf16), Catch::Contains("have no data"));
+}
+
 TEST_CASE("a 16-bit cache on the naive backend is the float chain on the values its bits hold", "[decode]") {
     std::mt19937 rng(562);
     const Heads Q = random_heads({2, 4, 3, 16}, rng), K = random_heads({2, 2, 37, 16}, rng),
