@@ -22,9 +22,9 @@ and on 2 threads, this library only: whether both threads work. Engines:
     torch          softmax(q @ kᵀ · scale) @ v with k and v repeated to H heads, PyTorch of /usr/bin/python3
                    (bench/peers/torch_heads.py --keys S), in float32, and for a bf16 cache in bfloat16 throughout
 
-ONNX Runtime runs the float32 cache only, PyTorch float32 and bf16. A round takes every case in turn and runs every
-engine on it, one right after the other (ours first), each in a process of its own; --rounds rounds
-in one window. GB/s count the cache's keys and values alike for every engine
+ONNX Runtime runs the float32 cache only, PyTorch float32 and bf16. A round takes every case in turn
+and runs every engine on it, one right after the other (ours first), each in a process of its own;
+--rounds rounds in one window. GB/s count the cache's keys and values alike for every engine
 (bench/tools/decode_report.py's cache_bytes), whatever else an engine reads.
 
 The peers are built as bench/peers/heads_peers.py builds them (its helpers, imported), in --work.
@@ -33,9 +33,11 @@ keys across threads at 512 —, E = 32, H_kv = 4 and 2) and its checksum is comp
 computation here on the same inputs (heads_peers.py's formula and checksum), so an engine that read
 its layout wrong is never timed; a 16-bit cache is held to the rounding it implies.
 
-Printed: each measurement as it is taken, then bench/tools/decode_report.py's table and targets; --json (default
-<bench's folder>/decode_peers.json) keeps every round for decode_report.py, and --into adds them to a
-benchmark run's JSON as its "decode_peers". Time it only on an idle machine.
+Printed: each measurement as it is taken, then bench/tools/decode_report.py's table and targets;
+--json (default <bench's folder>/decode_peers.json) keeps every round for decode_report.py, and --into
+adds them to a benchmark run's JSON as its "decode_peers" (then decode_report.py --page puts the table
+on docs/performance.md). Time it only on an idle machine: the default run (8 cases, 5 rounds) takes
+ten to fifteen minutes on 2 cores, most of it in the slowest peers' calls at S = 32768.
 """
 import argparse
 import itertools
@@ -58,6 +60,7 @@ import heads_peers  # noqa: E402
 PEERS = ["ggml", "ort_mha", "ort_gqa", "ort_attention", "torch"]
 # The cache types each engine runs (ggml: every one; PyTorch: float32, and bfloat16 throughout).
 KV_TYPES = {"ort_mha": {"f32"}, "ort_gqa": {"f32"}, "ort_attention": {"f32"}, "torch": {"f32", "bf16"}}
+TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16"}
 CHECK_HEADS, CHECK_E = 4, 32
 CHECK_CASES = [(S, kv_heads) for S in (80, 700) for kv_heads in (4, 2)]
 # Relative error of a checksum allowed, by the cache's type. The reference holds K and V rounded as the
@@ -117,7 +120,7 @@ class Engines:
     def run_peer(self, engine, case, min_time):
         """{engine, case, calls, seconds, checksum, peak_rss_mib} or {engine, case, skipped}."""
         kv, S, heads, kv_heads, E, threads = decode_report.parse_case(case)
-        dtype = {"ggml": ["--kv", kv], "torch": ["--dtype", {"f32": "float32", "bf16": "bfloat16"}[kv]]}.get(engine, [])
+        dtype = ["--kv", kv] if engine == "ggml" else ["--dtype", TORCH_DTYPES[kv]] if engine == "torch" else []
         cmd = [*self.commands[engine], *dtype, "--threads", threads,
                "--min-time", min_time, "--heads", heads, "--keys", S, f"1:{E}:{kv_heads}:0"]
         try:
