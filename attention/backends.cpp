@@ -93,6 +93,38 @@ Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend) {
     return S.S;
 }
 
+bool fused_decodes(std::size_t n, Dtype dtype) { return n < simd::MR / 2 && dtype == Dtype::f32; }
+
+namespace {
+
+// One head of a few rows by the decode kernel: a group of one query head, its mask row by row.
+void decode_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, const AttentionOptions& options,
+                 const simd::ScoreTerms* terms, AttentionResult& out) {
+    std::vector<simd::ScoreTerms> rows;
+    for (std::size_t i = 0; terms && i < Q.rows(); ++i)
+        rows.push_back({static_cast<const unsigned char*>(terms->data) +
+                            std::ptrdiff_t(i) * terms->row_stride * std::ptrdiff_t(terms->boolean ? 1 : sizeof(float)),
+                        terms->boolean, 0, terms->col_stride});
+    out.output.resize_for_overwrite(Q.rows(), V.cols());
+    simd::decode_attention_into({.Q = Q.data(),
+                                 .K = K.data(),
+                                 .V = V.data(),
+                                 .groups = 1,
+                                 .rows = Q.rows(),
+                                 .positions = Q.rows(),
+                                 .keys = K.rows(),
+                                 .d_k = K.cols(),
+                                 .d_v = V.cols(),
+                                 .scale = scale,
+                                 .causal = options.causal,
+                                 .row_terms = terms ? rows.data() : nullptr,
+                                 .O = out.output.data(),
+                                 .log_sum_exp = options.keep_for_backward ? out.log_sum_exp.data() : nullptr},
+                                fused_threads(options));
+}
+
+}  // namespace
+
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
                           const AttentionOptions& options, AttentionResult& out) {
     const bool keep = options.keep_for_backward;
@@ -103,6 +135,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     if (options.dtype == Dtype::bf16)
         return simd::fused_attention_bf16_into(Q, K, V, scale, options.causal, out.output, fused_threads(options),
                                                simd::blocking(), given);
+    if (fused_decodes(Q.rows(), options.dtype)) return decode_into(Q, K, V, scale, options, given, out);
     simd::fused_attention_into(Q, K, V, scale, options.causal, out.output, keep ? out.log_sum_exp.data() : nullptr,
                                fused_threads(options), simd::blocking(), given);
 }
@@ -207,11 +240,21 @@ std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std:
     if (backend != Backend::fused)
         return {{"the packed panels of Kᵀ and V (steps 3 and 6" + on + ")",
                  packing_of({simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v)})}};
+    if (fused_decodes(n, dtype)) return decode_scratch_buffers(1, n, m, d_k, d_v, Storage::f32);
     const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
     return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                  ", one score block and two panels each" +
                  (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
              checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")}};
+}
+
+std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
+                                           std::size_t d_v, Storage type) {
+    const simd::DecodeScratchBytes scratch = simd::decode_scratch_bytes(groups, rows, m, d_k, d_v, type);
+    return {{"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
+                 (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
+             checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
+            {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge", scratch.shared}};
 }
 
 std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,

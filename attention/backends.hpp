@@ -35,7 +35,8 @@ ScaledScores mask(const ScaledScores& S, const AttentionOptions& options, Backen
 // α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
-// out.weights is left empty (0×0), since α is never formed.
+// out.weights is left empty (0×0), since α is never formed. With few query rows, by the decode
+// kernel instead (fused_decodes).
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
                           const AttentionOptions& options, AttentionResult& out);
 
@@ -57,6 +58,18 @@ struct Buffer {
     std::string name;  // "S, then α (65536×65536) of steps 3–5", …
     std::uint64_t bytes;
 };
+// Whether Backend::fused computes n query rows of a head by the decode kernel (simd/decode.cpp), not
+// the fused one: n < MR / 2. The fused kernel takes a head's rows in strips of MR = 6, its register
+// tile: a head of 1 or 2 rows (one token at a time, or two in speculative decoding) leaves more than
+// half of the tile's rows on padding, makes one block of queries for the team (one thread works)
+// and, with heads, reads its key/value head once per query head. The decode kernel shares the keys
+// out over the threads instead, and reads a key/value head once for all its query heads
+// (attention/heads.cpp). bf16 products have no decode kernel: dtype bf16 stays on the fused one.
+bool fused_decodes(std::size_t n, Dtype dtype);
+// The decode kernel's scratch for `groups` key/value heads of `rows` query rows each against m keys.
+std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
+                                           std::size_t d_v, Storage type);
+
 // Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v).
 std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
                                        Backend backend);

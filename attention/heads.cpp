@@ -9,7 +9,7 @@
 // own team. The kernels give the same bits for any thread count, so both give the same results.
 //
 // Caches (CacheView): keys and values stored as floats, bfloat16 or float16. Backend::fused sends
-// every 16-bit cache, and a float cache with few query rows per head (decode_rows, below),
+// every 16-bit cache, and a float cache with few query rows per head (backends::fused_decodes),
 // to the decode kernel (simd/decode.cpp), which reads each cached head once for its whole group and
 // splits the keys over the threads; it measures the cache's norms as it reads it, and the guards
 // check them after (the queries and the mask before). Every other backend widens a 16-bit cache to
@@ -237,18 +237,11 @@ void check_cache_types(const CacheView& K, const CacheView& V, const AttentionOp
 
 HeadsView floats_of(const CacheView& cache) { return {static_cast<const float*>(cache.data), cache.shape}; }
 
-// Routing. The fused backend decodes (simd/decode.cpp) every 16-bit cache, and a float cache whose
-// query heads have fewer than decode_rows rows each. The fused kernel runs each query head on its
-// own, its rows in strips of MR = 6 of its register tile: a head of 1 or 2 rows (one token at a
-// time, or two in speculative decoding) leaves more than half of the tile's rows on padding, makes
-// one block of queries for the team (one thread works) and reads its key/value head once per query
-// head. The decode kernel reads the key/value head once for its group and shares the keys out over
-// the threads instead.
-constexpr std::size_t decode_rows = simd::MR / 2;
-
+// Routing: the fused backend decodes every 16-bit cache, and a float one whose query heads have
+// few rows (backends::fused_decodes says how few, and why).
 bool decodes(const Layout& x, KvDtype type, const AttentionOptions& options) {
     return options.backend == Backend::fused && options.dtype == Dtype::f32 &&
-           (type != KvDtype::f32 || x.L < decode_rows);
+           (type != KvDtype::f32 || backends::fused_decodes(x.L, options.dtype));
 }
 
 // The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
@@ -297,20 +290,14 @@ std::vector<simd::ScoreTerms> row_terms(const ScoreMask& mask, const Layout& x) 
     return terms;
 }
 
-// What the decode path allocates besides the results: the kernel's scratch.
-std::vector<backends::Buffer> decode_buffers(const Layout& x, KvDtype type) {
-    const simd::DecodeScratchBytes scratch =
-        simd::decode_scratch_bytes(x.kv_count(), x.group * x.L, x.S, x.E, x.E_v, type);
-    return {{"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
-                 (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
-             checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
-            {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge", scratch.shared}};
-}
-
 // Backend::fused by the decode kernel: every group's rows against its cached head, all at once.
 HeadsResult decode_heads(const HeadsView& Q, const CacheView& K, const CacheView& V, const Layout& x,
                          const AttentionOptions& options) {
-    const AttentionOptions run = Plan(options).add(forward_results(x, options)).add(decode_buffers(x, K.type)).charge();
+    const AttentionOptions run =
+        Plan(options)
+            .add(forward_results(x, options))
+            .add(backends::decode_scratch_buffers(x.kv_count(), x.group * x.L, x.S, x.E, x.E_v, K.type))
+            .charge();
     const std::vector<double> queries = check_queries(Q, x, run);
     std::vector<double> cache(2 * x.kv_count());
     HeadsResult r;

@@ -108,8 +108,9 @@ TEST_CASE("a causal row is the attention of its query over its own past, bit for
     const Matrix O = fused(Q, K, V, true);
     for (std::size_t i = 0; i < n; ++i) {
         INFO("row " << i << ", " << tile << " keys a tile");
-        Matrix q(1, d_k), k(i + 1, d_k), v(i + 1, d_v);
-        std::copy_n(Q.row(i).data(), d_k, q.row(0).data());
+        // query i three times: one or two rows would go to the decode kernel (backends::fused_decodes)
+        Matrix q(3, d_k), k(i + 1, d_k), v(i + 1, d_v);
+        for (std::size_t r = 0; r < q.rows(); ++r) std::copy_n(Q.row(i).data(), d_k, q.row(r).data());
         std::copy_n(K.row(0).data(), (i + 1) * d_k, k.row(0).data());
         std::copy_n(V.row(0).data(), (i + 1) * d_v, v.row(0).data());
         const Matrix own_past = fused(q, k, v, false);
