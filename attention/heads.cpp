@@ -245,6 +245,116 @@ Heads widened(const CacheView& cache) {
     return out;
 }
 
+// Routing. The fused backend decodes (simd/decode.cpp) every 16-bit cache, and a float cache whose
+// key/value heads serve fewer query rows G·L than one strip of the fused kernel's register tile
+// holds (MR = 6): such a head is one block of queries for the fused kernel, so it runs on one thread
+// with its tile partly empty, and each of the G query heads reads the key/value head again; the
+// decode kernel reads it once for the group and shares its keys over the threads. From MR rows on,
+// the register tile is full and the fused kernel computes each score with far fewer loads.
+constexpr std::size_t decode_rows = simd::MR;
+
+bool decodes(const Layout& x, KvDtype type, const AttentionOptions& options) {
+    return options.backend == Backend::fused && options.dtype == Dtype::f32 &&
+           (type != KvDtype::f32 || x.group * x.L < decode_rows);
+}
+
+// Key/value head (b, kv) of a cache as floats: a float cache's in place, a 16-bit one widened into `into`.
+Matrix cached_head(const CacheView& cache, std::size_t b, std::size_t kv, Matrix& into) {
+    if (cache.type == KvDtype::f32) return floats_of(cache).head(b, kv);
+    const std::size_t rows = cache.shape.rows, cols = cache.shape.cols;
+    into.resize_for_overwrite(rows, cols);
+    const auto* bits = static_cast<const std::uint16_t*>(cache.data) + (b * cache.shape.heads + kv) * rows * cols;
+    for (std::size_t k = 0; k < rows * cols; ++k)
+        into.data()[k] = cache.type == KvDtype::bf16 ? from_bfloat16_bits(bits[k]) : from_float16_bits(bits[k]);
+    return Matrix::borrow(into.data(), rows, cols);
+}
+
+// The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
+Matrix group_rows(const HeadsView& Q, const Layout& x, std::size_t unit) {
+    return Matrix::borrow(Q.data + unit * x.group * x.L * x.E, x.group * x.L, x.E);
+}
+
+// The float chain's checks, a key/value head at a time: its values and the group's queries (the
+// range bounds hold for the group's rows as for one head's), then each query head's mask.
+void check_every_group(const HeadsView& Q, const CacheView& K, const CacheView& V, const Layout& x,
+                       const AttentionOptions& run) {
+    AttentionOptions unmasked = run;
+    unmasked.mask = nullptr;
+    Matrix K_floats, V_floats;
+    for (std::size_t unit = 0; unit < x.kv_count(); ++unit) {
+        const std::size_t b = unit / x.kv_heads, kv = unit % x.kv_heads;
+        const Matrix Qg = group_rows(Q, x, unit), Kh = cached_head(K, b, kv, K_floats),
+                     Vh = cached_head(V, b, kv, V_floats);
+        guards::check_attention_shapes(Qg, Kh, Vh, run, AttentionResult{});
+        guards::check_attention_values(Qg, Kh, Vh, unmasked);
+        if (!run.mask || run.mask->kind != ScoreMask::Kind::additive) continue;
+        for (std::size_t h = kv * x.group; h < (kv + 1) * x.group; ++h)
+            guards::check_mask_values("scaled_dot_product_attention", run.mask->for_head(b, h), x.L, x.S);
+    }
+}
+
+// Each query row's terms, as the decode kernel reads them: row r of group (b, kv) is position r mod L
+// of query head kv·G + r / L.
+std::vector<simd::ScoreTerms> row_terms(const ScoreMask& mask, const Layout& x) {
+    std::vector<simd::ScoreTerms> terms;
+    const std::size_t rows = x.group * x.L;
+    for (std::size_t unit = 0; unit < x.kv_count(); ++unit)
+        for (std::size_t r = 0; r < rows; ++r) {
+            const std::size_t b = unit / x.kv_heads, h = unit % x.kv_heads * x.group + r / x.L, i = r % x.L;
+            const ScoreMask head = mask.for_head(b, h);
+            const std::size_t element = mask.kind == ScoreMask::Kind::boolean ? 1 : sizeof(float);
+            const auto* row = static_cast<const unsigned char*>(head.data) +
+                              std::ptrdiff_t(i) * head.row_stride * std::ptrdiff_t(element);
+            terms.push_back({row, mask.kind == ScoreMask::Kind::boolean, 0, mask.col_stride});
+        }
+    return terms;
+}
+
+// What the decode path allocates besides the results: the kernel's scratch, and for a 16-bit cache
+// one key/value head widened for the checks.
+std::vector<backends::Buffer> decode_buffers(const Layout& x, KvDtype type) {
+    const simd::DecodeScratchBytes scratch =
+        simd::decode_scratch_bytes(x.kv_count(), x.group * x.L, x.S, x.E, x.E_v, type);
+    std::vector<backends::Buffer> buffers = {
+        {"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
+             (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
+         checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
+        {"the decode kernel's blocks of keys, their maxima, sums and outputs before the merge", scratch.shared}};
+    if (type != KvDtype::f32)
+        buffers.push_back({"one key/value head (" + shape_string(x.S, x.E) + " and " + shape_string(x.S, x.E_v) +
+                               ") widened from " + to_string(type) + " for the checks",
+                           checked_sum(matrix_bytes(x.S, x.E), matrix_bytes(x.S, x.E_v), "widened head")});
+    return buffers;
+}
+
+// Backend::fused by the decode kernel: every group's rows against its cached head, all at once.
+HeadsResult decode_heads(const HeadsView& Q, const CacheView& K, const CacheView& V, const Layout& x,
+                         const AttentionOptions& options) {
+    const AttentionOptions run = Plan(options).add(forward_results(x, options)).add(decode_buffers(x, K.type)).charge();
+    check_every_group(Q, K, V, x, run);
+    HeadsResult r;
+    r.output = heads_of(x.batch, x.heads, x.L, x.E_v);
+    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
+    const std::vector<simd::ScoreTerms> terms = run.mask ? row_terms(*run.mask, x) : std::vector<simd::ScoreTerms>{};
+    const simd::DecodeProblem problem{.Q = Q.data,
+                                      .K = K.data,
+                                      .V = V.data,
+                                      .type = K.type,
+                                      .groups = x.kv_count(),
+                                      .rows = x.group * x.L,
+                                      .positions = x.L,
+                                      .keys = x.S,
+                                      .d_k = x.E,
+                                      .d_v = x.E_v,
+                                      .scale = score_factor(run, x.E),
+                                      .causal = run.causal,
+                                      .row_terms = terms.empty() ? nullptr : terms.data(),
+                                      .O = r.output.values.data(),
+                                      .log_sum_exp = keeps_log_sum_exp(run) ? r.log_sum_exp.values.data() : nullptr};
+    simd::decode_attention_into(problem, run.threads == 1 ? simd::Threads::one : simd::Threads::all);
+    return r;
+}
+
 }  // namespace
 
 HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
@@ -257,6 +367,7 @@ HeadsResult scaled_dot_product_attention(const HeadsView& Q, const CacheView& K,
     const ScopedThreads threads(options.threads);
     check_cache_types(K, V, options);
     const Layout x = check_heads_shapes("scaled_dot_product_attention", Q, K, V, options);
+    if (decodes(x, K.type, options)) return decode_heads(Q, K, V, x, options);
     const Schedule schedule = schedule_of(x.count(), options.backend);
     Plan plan = forward_plan(x, schedule, options);
     if (K.type == KvDtype::f32) return forward_heads(Q, floats_of(K), floats_of(V), x, schedule, plan.charge());

@@ -210,7 +210,7 @@ Blocking blocking_for(const Caches& c, const std::size_t NR) {
     const std::size_t panel_mc = std::clamp(round_down(a_ways * l2_way / (panel_kc * F), MR), MR, most_mc);
     // Fused: keys per tile as the narrow depth; BR × BC scores in half of L2.
     const std::size_t fused_rows = std::clamp(round_down(l2.bytes / 2 / (panel_kc * F), MR), MR, most_rows);
-    return {kc, nc, panel_kc, panel_mc, fused_rows};
+    return {kc, nc, panel_kc, panel_mc, fused_rows, Blocking{}.decode_keys};
 }
 
 GemmBlocks gemm_blocks(const Blocking& b, std::size_t k, std::size_t n, const std::size_t NR) {
@@ -239,6 +239,7 @@ void check_blocking(const char* who, const Blocking& b, const std::size_t NR) {
     if (b.panel_mc == 0 || b.panel_mc % MR || b.fused_rows == 0 || b.fused_rows % MR)
         fail("the rows per block must be positive multiples of MR = " + std::to_string(MR));
     if (b.nc == 0 || b.nc % NR) fail("nc must be a positive multiple of NR = " + std::to_string(NR));
+    if (b.decode_keys == 0) fail("decode_keys must be at least 1");
 }
 
 std::size_t balanced_rows(std::size_t rows, std::size_t most, std::size_t threads, std::size_t blocks_per_thread) {
@@ -265,7 +266,8 @@ std::string describe(const Caches& c) {
 std::string describe(const Blocking& b) {
     return "wide: kc " + std::to_string(b.kc) + ", nc " + std::to_string(b.nc) +
            "; narrow: " + std::to_string(b.panel_mc) + " rows × " + std::to_string(b.panel_kc) +
-           " deep; fused: " + std::to_string(b.fused_rows) + " query rows × " + std::to_string(b.panel_kc) + " keys";
+           " deep; fused: " + std::to_string(b.fused_rows) + " query rows × " + std::to_string(b.panel_kc) +
+           " keys; decode: " + std::to_string(b.decode_keys) + " keys per block";
 }
 
 }  // namespace attn::simd

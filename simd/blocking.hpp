@@ -49,6 +49,13 @@ struct Blocking {
     std::size_t panel_kc;    // narrow: depth of the panel of B held in L1, from L1 (fused: keys per tile)
     std::size_t panel_mc;    // narrow: rows of A per block, a multiple of MR, from L2
     std::size_t fused_rows;  // fused: query rows per block, a multiple of MR, from L2
+    // decode (simd/decode.cpp): keys per block of the cache, each block's softmax computed on one
+    // thread and merged after. Fixed, never from the thread count, so that the blocks, and with them
+    // the bits of the result, are the same for any team. 256 keys: a block's scores for the 4 query
+    // rows of a group take 4 KiB (32 KiB at 32 rows), in L1 or L2 with room to spare, and the
+    // (m, ℓ, o) it leaves for the merge, a row of d_v + 2 floats per query row, is under 1% of the
+    // 2·256 cached rows it reads; a cache of S = 4096 keys is 16 blocks a head, enough to share.
+    std::size_t decode_keys = 256;
 };
 
 // The model applied to any caches, for a register tile NR floats wide (pure: the tests feed it

@@ -163,6 +163,15 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
                                              tile_columns(), batch_width(), pairs ? active().floats_per_pair : 0)
                      .total());
 }
+DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, std::size_t keys, std::size_t d_k,
+                                        std::size_t d_v, Storage type) {
+    const std::size_t block = blocking().decode_keys, units = decode_units(groups, keys, block);
+    const auto floats =
+        decode_scratch<CheckedCount>(rows, std::min(block, keys), units, d_k, d_v, type != Storage::f32);
+    const std::size_t team = decode_team(units, groups, rows, keys, d_k, d_v);
+    return {bytes(floats.per_thread()), bytes(floats.partials), team};
+}
+
 std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v) {
     // per thread; the lanes' dQᵀ and the two floats per query row are counted by the caller, who knows n
     return bytes(fused_backward_scratch<CheckedCount>(d_k, d_v, fused_backward_keys_per_block(m, blocking()),

@@ -26,6 +26,8 @@
        std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK, Matrix& dV,               \
        Threads threads, const Blocking& blocking, const ScoreTerms* terms),                                            \
       (Q, K, V, O, dO, log_sum_exp, scale, causal, dQ, dK, dV, threads, blocking, terms))                              \
+    X(void, decode_attention_into, (const DecodeProblem& problem, Threads threads, const Blocking& blocking),          \
+      (problem, threads, blocking))                                                                                    \
     X(void, softmax_rows_in_place, (Matrix & S, float scale, Threads threads), (S, scale, threads))                    \
     X(void, softmax_gradient_rows_in_place, (const Matrix& P, Matrix& G, Threads threads), (P, G, threads))            \
     X(float, dot, (const float* a, const float* b, std::size_t n), (a, b, n))                                          \

@@ -49,6 +49,24 @@ FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t
             floats_per_pair ? (Count(rows) + Count(1)) * depth(d_k) : Count(0), Count(round_up(rows, w))};
 }
 
+// The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `converts`: the cache is
+// 16-bit, so each key and value row is converted to floats, and the queries put in the same order.
+template <class Count>
+struct DecodeScratch {
+    Count scores;    // per thread: the rows × keys scores of one block, then its weights
+    Count rows;      // per thread: one key and one value row as floats, and the group's queries reordered
+    Count partials;  // on the calling thread: each unit's m, ℓ and o (d_v) per query row, and one row for the merge
+    Count per_thread() const { return scores + rows; }
+};
+
+template <class Count>
+DecodeScratch<Count> decode_scratch(std::size_t rows, std::size_t keys_per_block, std::size_t units, std::size_t d_k,
+                                    std::size_t d_v, bool converts) {
+    return {Count(rows) * Count(keys_per_block),
+            converts ? Count(d_k) + Count(d_v) + Count(rows) * Count(d_k) : Count(0),
+            Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v)};
+}
+
 // One thread's scratch of the fused backward (simd/fused_backward.cpp), in floats per buffer.
 template <class Count>
 struct FusedBackwardScratch {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "matrix/bfloat16.hpp"
+#include "matrix/float16.hpp"
 #include "matrix/matrix.hpp"
 #include "simd/blocking.hpp"
 
@@ -82,6 +83,39 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
                                    Matrix& dV, Threads threads, const Blocking& blocking = simd::blocking(),
                                    const ScoreTerms* terms = nullptr);
+
+// Decoding (simd/decode.cpp): a few query rows per key/value head against a long cache of keys and
+// values stored as floats or as 16-bit patterns (matrix/float16.hpp's Storage). The call holds
+// `groups` key/value heads; group g has `rows` query rows (the G·L rows of its G query heads, one
+// after another, row r at position r mod `positions` of its head), `keys` cached keys and values.
+struct DecodeProblem {
+    const float* Q = nullptr;  // groups × rows × d_k floats
+    const void* K = nullptr;   // groups × keys × d_k, stored as `type`
+    const void* V = nullptr;   // groups × keys × d_v, stored as `type`
+    Storage type = Storage::f32;
+    std::size_t groups = 0, rows = 0, positions = 1, keys = 0, d_k = 0, d_v = 0;
+    float scale = 1.0f;
+    bool causal = false;  // row r sees keys 0 .. r mod positions (the lower triangle, aligned top-left)
+    // nullptr, or one ScoreTerms per query row (groups·rows of them, row r of group g at g·rows + r):
+    // its data points at the row's term for key 0, and col_stride steps to the next key.
+    const ScoreTerms* row_terms = nullptr;
+    float* O = nullptr;            // groups × rows × d_v
+    float* log_sum_exp = nullptr;  // groups × rows (L = log Σ_j e^(s_j)), or nullptr
+};
+// O = softmax(scale·Q·Kᵀ [+ terms, causal])·V for every group: the keys cut into blocks of
+// blocking.decode_keys, each block's running maximum, sum and unnormalised output computed on one
+// thread (units = group × block, shared over the team), then merged per group in block order. Each
+// cached row is read once for all the group's query rows; the bits do not depend on the thread count.
+// A row that no key may attend has output 0 and L = −∞.
+void decode_attention_into(const DecodeProblem& problem, Threads threads, const Blocking& blocking = simd::blocking());
+// The scratch it allocates: `per_thread` bytes on each of `threads` threads, and `shared` bytes on the
+// calling thread (the blocks' partial results).
+struct DecodeScratchBytes {
+    std::uint64_t per_thread, shared;
+    std::size_t threads;
+};
+DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, std::size_t keys, std::size_t d_k,
+                                        std::size_t d_v, Storage type);
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;

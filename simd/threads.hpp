@@ -34,4 +34,16 @@ inline std::size_t fused_backward_team(std::size_t n, std::size_t m, std::size_t
     return std::min<std::size_t>(std::size_t(std::max(max_threads(), 1)), dq_lanes);
 }
 
+// The decode kernel's units, (group, block of keys), and its team: one thread per unit at most, one
+// in all when the work is too small (simd/decode.cpp).
+inline std::size_t decode_units(std::size_t groups, std::size_t keys, std::size_t block) {
+    return groups * ((keys + block - 1) / block);
+}
+inline std::size_t decode_team(std::size_t units, std::size_t groups, std::size_t rows, std::size_t keys,
+                               std::size_t d_k, std::size_t d_v) {
+    if (!use_team(Threads::all, 2.0 * double(groups) * double(rows) * double(keys) * double(d_k + d_v), units))
+        return 1;
+    return std::min<std::size_t>(std::size_t(std::max(max_threads(), 1)), units);
+}
+
 }  // namespace attn::simd

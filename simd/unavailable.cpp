@@ -36,6 +36,9 @@ std::uint64_t fused_scratch_bytes(std::size_t, Dtype) { return 0; }
 std::uint64_t fused_backward_scratch_bytes(std::size_t, std::size_t, std::size_t) { return 0; }
 std::size_t fused_backward_team_size(std::size_t, std::size_t, std::size_t) { return 0; }
 std::size_t fused_team_size(std::size_t, std::size_t, std::size_t, std::size_t) { return 0; }
+DecodeScratchBytes decode_scratch_bytes(std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, Storage) {
+    return {0, 0, 0};
+}
 
 std::vector<std::string> compiled_isas() { return {}; }
 std::vector<std::string> supported_isas() { return {}; }

@@ -1,7 +1,11 @@
 // Decoding against a key/value cache (attention/heads.hpp's CacheView, simd/decode.cpp): float16
-// rounding, the cache's types, the routing between the kernels, and the errors.
+// rounding; the decode kernel's blocks merged against one pass, for any block size, thread count and
+// heads at once; grouped heads, causal and masks against a float64 model; the error bound of a 16-bit
+// cache; the cache's types and the errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,12 +16,16 @@
 #include "check_close.hpp"
 #include "matrix/float16.hpp"
 #include "matrix/random.hpp"
+#include "simd/simd.hpp"
+#include "thread_counts.hpp"
 
 using attn::Backend;
 using attn::Heads;
 using attn::HeadsShape;
 using attn::KvDtype;
 using attn::Matrix;
+using attn::ScoreMask;
+using attn::simd::DecodeProblem;
 
 namespace {
 
@@ -35,6 +43,91 @@ Heads values_of(const attn::Cache& cache) {
                                : cache.type == KvDtype::bf16 ? attn::from_bfloat16_bits(bits)
                                                              : attn::from_float16_bits(bits);
     }
+    return out;
+}
+
+constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+
+// The term a mask adds to score (i, j) of head (b, h), in double: a boolean mask's false is −∞.
+double term(const ScoreMask* mask, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    if (!mask) return 0.0;
+    const std::ptrdiff_t at = std::ptrdiff_t(b) * mask->batch_stride + std::ptrdiff_t(h) * mask->head_stride +
+                              std::ptrdiff_t(i) * mask->row_stride + std::ptrdiff_t(j) * mask->col_stride;
+    if (mask->kind == ScoreMask::Kind::boolean)
+        return static_cast<const unsigned char*>(mask->data)[at] ? 0.0 : minus_inf;
+    return static_cast<const float*>(mask->data)[at];
+}
+
+// softmax(scale·Q·Kᵀ + M [causal, top-left])·V in double for every head, written apart from the
+// library: O (B·H·L rows of E_v) and each row's log-sum-exp; a row no key may attend is 0, L = −∞.
+struct Model {
+    std::vector<std::vector<double>> O;
+    std::vector<double> log_sum_exp;
+};
+
+Model model(const Heads& Q, const Heads& K, const Heads& V, double scale, const ScoreMask* mask, bool causal) {
+    const std::size_t B = Q.shape.batch, H = Q.shape.heads, L = Q.shape.rows, G = H / K.shape.heads;
+    const std::size_t S = K.shape.rows, E = Q.shape.cols, E_v = V.shape.cols;
+    Model out{std::vector<std::vector<double>>(B * H * L, std::vector<double>(E_v, 0.0)),
+              std::vector<double>(B * H * L, minus_inf)};
+    std::vector<double> s(S);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < L; ++i) {
+                const Matrix q = Q.view().head(b, h), k = K.view().head(b, h / G), v = V.view().head(b, h / G);
+                double top = minus_inf;
+                for (std::size_t j = 0; j < S; ++j) {
+                    double dot = 0.0;
+                    for (std::size_t p = 0; p < E; ++p) dot += double(q(i, p)) * k(j, p);
+                    s[j] = causal && j > i ? minus_inf : scale * dot + term(mask, b, h, i, j);
+                    top = std::max(top, s[j]);
+                }
+                if (top == minus_inf) continue;
+                double total = 0.0;
+                for (double& x : s) total += (x = std::exp(x - top));
+                const std::size_t row = (b * H + h) * L + i;
+                out.log_sum_exp[row] = top + std::log(total);
+                for (std::size_t j = 0; j < S; ++j)
+                    for (std::size_t c = 0; c < E_v; ++c) out.O[row][c] += s[j] / total * v(j, c);
+            }
+    return out;
+}
+
+bool same_bits(const Matrix& a, const Matrix& b) {
+    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+        if (std::bit_cast<std::uint32_t>(a.data()[k]) != std::bit_cast<std::uint32_t>(b.data()[k])) return false;
+    return true;
+}
+
+// The decode kernel alone on `groups` key/value heads of a cache: Q is (1, groups, rows, E), K and V
+// (1, groups, S, ·) in the cache's type. Returns O (groups·rows × E_v) and, when asked, L.
+struct Decoded {
+    Matrix O, log_sum_exp;
+};
+
+Decoded decode(const Heads& Q, const attn::Cache& K, const attn::Cache& V, std::size_t positions, bool causal,
+               std::size_t block, attn::simd::Threads threads, const attn::simd::ScoreTerms* row_terms = nullptr) {
+    const std::size_t groups = Q.shape.heads, rows = Q.shape.rows;
+    Decoded out{Matrix(groups * rows, V.shape.cols), Matrix(groups * rows, 1)};
+    attn::simd::Blocking blocking = attn::simd::blocking();
+    blocking.decode_keys = block;
+    const DecodeProblem problem{.Q = Q.values.data(),
+                                .K = K.view().data,
+                                .V = V.view().data,
+                                .type = K.type,
+                                .groups = groups,
+                                .rows = rows,
+                                .positions = positions,
+                                .keys = K.shape.rows,
+                                .d_k = Q.shape.cols,
+                                .d_v = V.shape.cols,
+                                .scale = 1.0f / std::sqrt(float(Q.shape.cols)),
+                                .causal = causal,
+                                .row_terms = row_terms,
+                                .O = out.O.data(),
+                                .log_sum_exp = out.log_sum_exp.data()};
+    attn::simd::decode_attention_into(problem, threads, blocking);
     return out;
 }
 
@@ -145,4 +238,282 @@ TEST_CASE("a cache whose keys and values differ in type, or that holds NaN, is r
     const attn::CacheView short_V(f16.halves.data(), {1, 1, 4, 8}, KvDtype::f16);
     CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q.view(), f16.view(), short_V),
                       Catch::Contains("K (1×1×5×8) and V (1×1×4×8) must have the same number of keys S"));
+}
+
+TEST_CASE("the decode kernel's blocks merged equal one pass over the keys, for any block size", "[decode][blocks]") {
+    // One block of every key is the online softmax's single pass; more blocks only change the order of
+    // the float sums, so every split stays within float32 rounding of it (and of the float64 model).
+    std::mt19937 rng(564);
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        for (const std::size_t S : {1, 5, 300, 1031})
+            for (const bool causal : {false, true}) {
+                const std::size_t L = 3;  // 2 query heads of 3 positions per group
+                const Heads Q = random_heads({1, 2, 2 * L, 37}, rng, 2.0f), K = random_heads({1, 2, S, 37}, rng, 2.0f),
+                            V = random_heads({1, 2, S, 19}, rng);
+                const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                const Decoded one_pass = decode(Q, Kc, Vc, L, causal, S, attn::simd::Threads::one);
+                for (const std::size_t block : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{64},
+                                                std::size_t{256}, S - S / 3, S + 1}) {
+                    INFO(attn::to_string(type) << ", S = " << S << ", causal " << causal << ", block " << block);
+                    const Decoded split = decode(Q, Kc, Vc, L, causal, block, attn::simd::Threads::one);
+                    check_close(split.O, one_pass.O, 1e-6, 1e-5);
+                    check_close(split.log_sum_exp, one_pass.log_sum_exp, 1e-6, 1e-6);
+                }
+            }
+}
+
+TEST_CASE("the decode kernel gives the same bits for 1 and 2 threads and for heads at once or one at a time",
+          "[decode][parallel]") {
+    std::mt19937 rng(565);
+    const std::size_t groups = 3, rows = 4, S = 3000;  // 2·3·4·3000·(64 + 64) flops: enough for a team
+    const Heads Q = random_heads({1, groups, rows, 64}, rng), K = random_heads({1, groups, S, 64}, rng),
+                V = random_heads({1, groups, S, 64}, rng);
+    std::vector<unsigned char> keep(groups * rows * S);
+    for (auto& flag : keep) flag = rng() % 4 != 0;
+    std::fill(keep.begin() + 5 * S, keep.begin() + 6 * S, 0);  // one row no key may attend
+    std::vector<attn::simd::ScoreTerms> terms;
+    for (std::size_t row = 0; row < groups * rows; ++row) terms.push_back({keep.data() + row * S, true, 0, 1});
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        for (const std::size_t block : {std::size_t{1}, std::size_t{97}, std::size_t{256}})
+            for (const bool masked : {false, true}) {
+                INFO(attn::to_string(type) << ", block " << block << (masked ? ", masked" : ""));
+                const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                const attn::simd::ScoreTerms* given = masked ? terms.data() : nullptr;
+                const Decoded alone = decode(Q, Kc, Vc, 2, true, block, attn::simd::Threads::one, given);
+                if (masked) {
+                    CHECK(alone.O(5, 0) == 0.0f);
+                    CHECK(alone.log_sum_exp(5, 0) == -std::numeric_limits<float>::infinity());
+                }
+                if (several_thread_counts()) {
+                    const int before = attn::simd::max_threads();
+                    attn::simd::set_max_threads(2);
+                    const Decoded team = decode(Q, Kc, Vc, 2, true, block, attn::simd::Threads::all, given);
+                    attn::simd::set_max_threads(before);
+                    CHECK(attn::simd::last_team_size() == 2);
+                    CHECK(same_bits(team.O, alone.O));
+                    CHECK(same_bits(team.log_sum_exp, alone.log_sum_exp));
+                }
+                for (std::size_t g = 0; g < groups; ++g) {  // group g alone: a cache of one head
+                    const Heads Qg{Matrix::borrow(Q.values.data() + g * rows * 64, rows, 64), {1, 1, rows, 64}};
+                    const Heads Kg{Matrix::borrow(K.values.data() + g * S * 64, S, 64), {1, 1, S, 64}},
+                        Vg{Matrix::borrow(V.values.data() + g * S * 64, S, 64), {1, 1, S, 64}};
+                    const Decoded one =
+                        decode(Qg, attn::to_cache(Kg.view(), type), attn::to_cache(Vg.view(), type), 2, true, block,
+                               attn::simd::Threads::one, masked ? terms.data() + g * rows : nullptr);
+                    Matrix rows_of_g(rows, 64);
+                    for (std::size_t r = 0; r < rows; ++r)
+                        for (std::size_t c = 0; c < 64; ++c) rows_of_g(r, c) = alone.O(g * rows + r, c);
+                    CHECK(same_bits(one.O, rows_of_g));
+                }
+            }
+}
+
+TEST_CASE("grouped and multi-query heads, L = 1 to 4, causal and any S, match the float64 model", "[decode][gqa]") {
+    // Backend::fused decodes every 16-bit cache and float caches of fewer than 6 rows per key/value
+    // head; each is checked against the model on the values the cache holds (float32 rounding only).
+    std::mt19937 rng(566);
+    struct Heads_ {
+        std::size_t H, H_kv;
+    };
+    for (const Heads_ heads : {Heads_{1, 1}, Heads_{4, 1}, Heads_{8, 8}, Heads_{8, 2}, Heads_{16, 2}})
+        for (const std::size_t L : {1, 2, 3, 4})
+            for (const std::size_t S : {1, 3, 257, 2600}) {
+                const std::size_t E = std::vector<std::size_t>{64, 128, 7, 33}[(L + S) % 4], E_v = L == 2 ? 40 : E;
+                const bool causal = S % 2 == 1;
+                const KvDtype type = std::vector<KvDtype>{KvDtype::f32, KvDtype::bf16, KvDtype::f16}[(S + L) % 3];
+                INFO("H = " << heads.H << ", H_kv = " << heads.H_kv << ", L = " << L << ", S = " << S << ", E = " << E
+                            << ", E_v = " << E_v << ", " << attn::to_string(type) << (causal ? ", causal" : ""));
+                const Heads Q = random_heads({2, heads.H, L, E}, rng, 2.0f),
+                            K = random_heads({2, heads.H_kv, S, E}, rng),
+                            V = random_heads({2, heads.H_kv, S, E_v}, rng);
+                const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                const auto got = attn::scaled_dot_product_attention(Q.view(), Kc.view(), Vc.view(),
+                                                                    {.causal = causal, .backend = Backend::fused});
+                const Model want = model(Q, values_of(Kc), values_of(Vc), 1.0 / std::sqrt(double(E)), nullptr, causal);
+                check_close(got.output.values, want.O, 2e-6, 2e-5);
+            }
+}
+
+TEST_CASE("masks on decoded heads: boolean with rows no key may attend, additive, broadcast", "[decode][mask]") {
+    std::mt19937 rng(567);
+    const std::size_t B = 2, H = 8, H_kv = 2, L = 2, S = 700, E = 24;
+    const Heads Q = random_heads({B, H, L, E}, rng, 2.0f), K = random_heads({B, H_kv, S, E}, rng),
+                V = random_heads({B, H_kv, S, E}, rng);
+    std::vector<unsigned char> keep(B * H * L * S);
+    std::vector<float> bias(B * H * L * S);
+    for (std::size_t k = 0; k < keep.size(); ++k) {
+        keep[k] = rng() % 3 != 0;
+        bias[k] = rng() % 5 == 0 ? -std::numeric_limits<float>::infinity() : float(rng() % 1000) / 250.0f - 2.0f;
+    }
+    std::fill(keep.begin() + 3 * S, keep.begin() + 4 * S, 0);  // head (0, 1), row 1: no key at all
+    const std::ptrdiff_t bs = std::ptrdiff_t(H * L * S), hs = std::ptrdiff_t(L * S), rs = std::ptrdiff_t(S);
+    const ScoreMask masks[] = {{ScoreMask::Kind::boolean, keep.data(), bs, hs, rs, 1},
+                               {ScoreMask::Kind::additive, bias.data(), bs, hs, rs, 1},
+                               {ScoreMask::Kind::boolean, keep.data(), 0, 0, 0, 1},  // one padding row for all
+                               {ScoreMask::Kind::additive, bias.data(), 0, hs, rs, 1}};
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        for (const ScoreMask& mask : masks)
+            for (const bool causal : {false, true}) {
+                INFO(attn::to_string(type) << ", mask strides " << mask.batch_stride << "/" << mask.head_stride << "/"
+                                           << mask.row_stride << (causal ? ", causal" : ""));
+                const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                const bool keep_L = type == KvDtype::f32;
+                const auto got = attn::scaled_dot_product_attention(
+                    Q.view(), Kc.view(), Vc.view(),
+                    {.causal = causal, .mask = &mask, .backend = Backend::fused, .keep_for_backward = keep_L});
+                const Model want = model(Q, values_of(Kc), values_of(Vc), 1.0 / std::sqrt(double(E)), &mask, causal);
+                check_close(got.output.values, want.O, 2e-6, 2e-5);
+                CHECK(std::all_of(got.output.values.data(), got.output.values.data() + got.output.values.size(),
+                                  [](float x) { return std::isfinite(x); }));
+                if (!keep_L) continue;
+                for (std::size_t row = 0; row < B * H * L; ++row) {
+                    const double l = got.log_sum_exp.values(row, 0), w = want.log_sum_exp[row];
+                    if (!(l == w || std::fabs(l - w) <= 1e-5 * (1 + std::fabs(w))))
+                        FAIL_CHECK("row " << row << ": L = " << l << ", want " << w);
+                }
+            }
+}
+
+TEST_CASE("a float cache decoded keeps the log-sum-exp the fused backward needs", "[decode][backward]") {
+    std::mt19937 rng(568);
+    const Heads Q = random_heads({1, 4, 1, 16}, rng), K = random_heads({1, 2, 300, 16}, rng),
+                V = random_heads({1, 2, 300, 8}, rng), dO = random_heads({1, 4, 1, 8}, rng);
+    const attn::AttentionOptions fused{.backend = Backend::fused, .keep_for_backward = true};
+    const auto forward = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), fused);  // G·L = 2: decoded
+    const auto grads =
+        attn::scaled_dot_product_attention_backward(Q.view(), K.view(), V.view(), forward, dO.view(), fused);
+    const attn::AttentionOptions naive{.backend = Backend::naive, .keep_for_backward = true};
+    const auto reference = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), naive);
+    const auto want =
+        attn::scaled_dot_product_attention_backward(Q.view(), K.view(), V.view(), reference, dO.view(), naive);
+    check_close(grads.dQ.values, want.dQ.values, 1e-6, 1e-4);
+    check_close(grads.dK.values, want.dK.values, 1e-6, 1e-4);
+    check_close(grads.dV.values, want.dV.values, 1e-6, 1e-4);
+}
+
+namespace {
+
+// The error a 16-bit cache allows, against the float64 chain on the unrounded cache.
+//
+// Each cached number x is stored as x̂ with |x̂ − x| ≤ u·|x| + η: rounding to nearest moves it by at
+// most half a step, u = 2⁻⁸ of its size for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11);
+// η covers the numbers below the normal range, where the steps stop shrinking: float16's subnormal
+// step is 2⁻²⁴, so η = 2⁻²⁵; bfloat16 flushes a float below 2⁻¹²⁶ to 0, so η = 2⁻¹²⁶.
+//
+// Scores. ŝ_j − s_j = c·Σ_p q_p·(k̂_jp − k_jp), so |ŝ_j − s_j| ≤ ε_j = c·Σ_p |q_p|·(u·|k_jp| + η), and
+// ε = max_j ε_j over the keys the row sees (c: the scale).
+// Softmax. α̂_j = e^(ŝ_j) / Σ_t e^(ŝ_t): the numerator moves by a factor within [e^(−ε), e^(ε)] and so
+// does the denominator, so α̂_j / α_j lies within [e^(−2ε), e^(2ε)] and |α̂_j − α_j| ≤ (e^(2ε) − 1)·α_j.
+// Weighted sum. ô − o = Σ_j (α̂_j − α_j)·v̂_j + Σ_j α_j·(v̂_j − v_j), so for each column c
+//     |ô_c − o_c| ≤ (e^(2ε) − 1)·Σ_j α_j·|v̂_jc| + Σ_j α_j·(u·|v_jc| + η).
+// The kernel's own float32 rounding comes on top; it is what the tight check against the chain on
+// the rounded cache (the values the cache holds) allows.
+struct Rounding {
+    double u, eta;
+};
+Rounding rounding_of(KvDtype type) {
+    return type == KvDtype::bf16 ? Rounding{0x1p-8, 0x1p-126} : Rounding{0x1p-11, 0x1p-25};
+}
+
+// That bound for every output element of a one-batch, one-group problem without mask (Q: H heads of
+// L rows, K and V: one key/value head), computed in double from the exact α.
+std::vector<std::vector<double>> rounding_bound(const Heads& Q, const Heads& K, const Heads& V, const Heads& V_held,
+                                                bool causal, Rounding r) {
+    const std::size_t rows = Q.shape.heads * Q.shape.rows, L = Q.shape.rows, S = K.shape.rows, E = Q.shape.cols;
+    const double c = 1.0 / std::sqrt(double(E));
+    const Model exact = model(Q, K, V, c, nullptr, causal);
+    std::vector<std::vector<double>> bound(rows, std::vector<double>(V.shape.cols, 0.0));
+    for (std::size_t row = 0; row < rows; ++row) {
+        const std::size_t seen = causal ? std::min(S, row % L + 1) : S;
+        double eps = 0.0;
+        std::vector<double> alpha(seen);
+        for (std::size_t j = 0; j < seen; ++j) {
+            double e = 0.0, s = 0.0;
+            for (std::size_t p = 0; p < E; ++p) {
+                const double q = Q.values(row, p), k = K.values(j, p);
+                e += std::fabs(q) * (r.u * std::fabs(k) + r.eta);
+                s += q * k;
+            }
+            eps = std::max(eps, c * e);
+            alpha[j] = std::exp(c * s - exact.log_sum_exp[row]);
+        }
+        for (std::size_t col = 0; col < V.shape.cols; ++col)
+            for (std::size_t j = 0; j < seen; ++j)
+                bound[row][col] += std::expm1(2 * eps) * alpha[j] * std::fabs(V_held.values(j, col)) +
+                                   alpha[j] * (r.u * std::fabs(V.values(j, col)) + r.eta);
+    }
+    return bound;
+}
+
+// The largest |got − want| / bound over the elements, after checking each against bound + slack.
+double used_of_bound(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
+                     const std::vector<std::vector<double>>& bound, double slack_abs, double slack_rel) {
+    double used = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        for (std::size_t c = 0; c < got[i].size(); ++c) {
+            const double error = std::fabs(got[i][c] - want[i][c]);
+            if (error > bound[i][c] + slack_abs + slack_rel * std::fabs(want[i][c]))
+                FAIL_CHECK("element (" << i << ", " << c << "): error " << error << " over the bound " << bound[i][c]);
+            if (bound[i][c] > 0) used = std::max(used, error / bound[i][c]);
+        }
+    return used;
+}
+
+std::vector<std::vector<double>> rows_of(const Matrix& M) {
+    std::vector<std::vector<double>> out(M.rows(), std::vector<double>(M.cols()));
+    for (std::size_t i = 0; i < M.rows(); ++i)
+        for (std::size_t c = 0; c < M.cols(); ++c) out[i][c] = M(i, c);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a 16-bit cache is within the bound its rounding allows of the float64 chain", "[decode][bound]") {
+    std::mt19937 rng(569);
+    for (const KvDtype type : {KvDtype::bf16, KvDtype::f16}) {
+        double worst = 0.0;
+        for (const std::size_t S : {1, 40, 1000})
+            for (const std::size_t E : {8, 64, 129})
+                for (const bool causal : {false, true}) {
+                    INFO(attn::to_string(type) << ", S = " << S << ", E = " << E << (causal ? ", causal" : ""));
+                    const Heads Q = random_heads({1, 4, 2, E}, rng, 3.0f), K = random_heads({1, 1, S, E}, rng, 2.0f),
+                                V = random_heads({1, 1, S, 24}, rng);
+                    const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                    const Heads K_held = values_of(Kc), V_held = values_of(Vc);
+                    const Matrix got = attn::scaled_dot_product_attention(Q.view(), Kc.view(), Vc.view(),
+                                                                          {.causal = causal, .backend = Backend::fused})
+                                           .output.values;
+                    const double c = 1.0 / std::sqrt(double(E));
+                    const Model held = model(Q, K_held, V_held, c, nullptr, causal);  // the values the cache holds
+                    check_close(got, held.O, 2e-6, 2e-5);                             // float32 rounding only
+                    const Model exact = model(Q, K, V, c, nullptr, causal);
+                    const auto bound = rounding_bound(Q, K, V, V_held, causal, rounding_of(type));
+                    used_of_bound(rows_of(got), exact.O, bound, 2e-6, 2e-5);
+                    worst = std::max(worst, used_of_bound(held.O, exact.O, bound, 0.0, 0.0));  // rounding alone
+                }
+        // Not vacuous: the rounding alone uses a sizeable part of the bound on random inputs.
+        WARN(attn::to_string(type) << " cache: the rounding used " << worst * 100 << "% of its bound at most");
+        CHECK(worst > 0.05);
+    }
+}
+
+TEST_CASE("the bound's value term is reached: values that all round down by almost half a step", "[decode][bound]") {
+    // q = 0 gives every key the same score (ε = 0, α_j = 1/S), and every value x = 1 + u − 2⁻²³ rounds
+    // down to 1: the output moves by u − 2⁻²³ against a bound of u·x + η, all of it but 0.4%.
+    for (const KvDtype type : {KvDtype::bf16, KvDtype::f16}) {
+        const Rounding r = rounding_of(type);
+        const Heads Q{Matrix(2, 16), {1, 2, 1, 16}}, K{Matrix(50, 16), {1, 1, 50, 16}};
+        Heads V{Matrix(50, 8), {1, 1, 50, 8}};
+        for (std::size_t k = 0; k < V.values.size(); ++k) V.values.data()[k] = float(1.0 + r.u - 0x1p-23);
+        const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+        const Matrix got =
+            attn::scaled_dot_product_attention(Q.view(), Kc.view(), Vc.view(), {.backend = Backend::fused})
+                .output.values;
+        const Model exact = model(Q, K, V, 0.25, nullptr, false);
+        const double used =
+            used_of_bound(rows_of(got), exact.O, rounding_bound(Q, K, V, values_of(Vc), false, r), 0, 0);
+        INFO(attn::to_string(type) << ": " << used * 100 << "% of the bound");
+        CHECK(used > 0.99);
+        CHECK(used <= 1.0);
+    }
 }
