@@ -111,54 +111,40 @@ def bf16_bound(query, key, value, attn_mask=None, is_causal=False, scale=None, e
     ((1 + u)²·e^(2E_i)·(1 + (S + 64)·ε) − 1)."""
     q, k, v = _heads(query, key, value, enable_gqa)
     u, eps = BF16_UNIT, FLOAT_UNIT
-    score_error = factor_of(q, scale) * (2 * u + u * u + q.shape[-1] * eps) * _norm_products(q, k)
-    E = score_error + _mask_rounding(q, k, attn_mask, is_causal, scale)
+    factor = factor_of(q, scale)
+    bias = np.broadcast_to(bias_of(q.shape[-2], k.shape[-2], attn_mask, is_causal),
+                           q.shape[:-1] + (k.shape[-2],))
+    longest_key = np.linalg.norm(k, axis=-1).max(axis=-1)[..., None, None]
+    largest_score = factor * np.linalg.norm(q, axis=-1)[..., None] * longest_key
+    largest_bias = np.where(np.isfinite(bias), np.abs(bias), 0.0).max(axis=-1, keepdims=True)
+    E = factor * (2 * u + u * u + q.shape[-1] * eps) * np.linalg.norm(q, axis=-1)[..., None] * longest_key
+    E = E + eps * (largest_score + largest_bias)
     spread = (1 + u) ** 2 * np.exp(2 * E) * (1 + (k.shape[-2] + 64) * eps) - 1
-    return _largest_visible_values(q, v, attn_mask, is_causal) * spread
+    visible = np.isfinite(bias)  # (N..., H, L, S)
+    largest_v = np.zeros(q.shape[:-1] + v.shape[-1:])  # (N..., H, L, E_v), one key at a time
+    for j in range(k.shape[-2]):
+        largest_v = np.maximum(largest_v, np.where(visible[..., j, None], np.abs(v[..., j, None, :]), 0.0))
+    return largest_v * spread
 
 
-# A key/value cache's rounding (attn::to_cache; matrix/bfloat16.hpp, matrix/float16.hpp): an element
-# x becomes x̂ with |x̂ − x| ≤ unit·|x| + floor. bfloat16 keeps 8 significant bits and float32's
-# range; float16 keeps 11, and below 2⁻¹⁴ its subnormals step by 2⁻²⁴, so a value there moves by up to
-# 2⁻²⁵ whatever its size.
-CACHE_ROUNDING = {"f32": (0.0, 0.0), "bf16": (BF16_UNIT, 0.0), "f16": (2.0**-11, 2.0**-25)}
+# A key/value cache's rounding (attn::to_cache): a number x is stored as x̂ with |x̂ − x| ≤ unit·|x| + floor.
+# bfloat16 keeps 8 significant bits and flushes what lies below 2⁻¹²⁶ to 0; float16 keeps 11, and
+# below 2⁻¹⁴ its subnormals step by 2⁻²⁴, so a number there moves by up to 2⁻²⁵ whatever its size.
+CACHE_ROUNDING = {"f32": (0.0, 0.0), "bf16": (BF16_UNIT, 2.0**-126), "f16": (2.0**-11, 2.0**-25)}
 
 
 def cache_bound(query, key, value, kv_dtype, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """How far the output computed from a kv_dtype cache of key and value may be from forward()'s on the
-    unrounded ones, element by element. Each key moves by at most u·|k| + η per element, so a score
-    moves by at most D_i = scale·(u·‖q_i‖·max_j ‖k_j‖ + η·‖q_i‖₁); with float32's own dot products and
-    mask addition, E_i = D_i + scale·E·ε·‖q_i‖·max_j ‖k_j‖·(1 + u) + ε·(largest score + largest mask
-    term). Every weight then moves by a factor within e^(±2E_i), so Σ_j |α̂_ij − α_ij| ≤ e^(2E_i) − 1;
-    a value moves by u·|v_jc| + η. Hence |Ô_ic − O_ic| ≤ max over the row's visible keys j of |v_jc| ·
-    ((1 + u)·e^(2E_i)·(1 + (S + 64)·ε) − 1) + 2η, the float32 sums included as in bf16_bound."""
+    """How far forward() on the keys and values a kv_dtype cache holds may be from forward() on the
+    unrounded ones, element by element (tests/test_decode.cpp derives it). A score moves by at most
+    ε_ij = scale·Σ_p |q_ip|·(u·|k_jp| + η); with ε_i the largest over the keys row i sees, every weight
+    moves by a factor within e^(±2ε_i), and a value by u·|v_jc| + η, so
+        |Ô_ic − O_ic| ≤ (e^(2ε_i) − 1)·Σ_j α_ij·((1 + u)·|v_jc| + η) + Σ_j α_ij·(u·|v_jc| + η).
+    The float32 arithmetic of a kernel comes on top (magnitudes() on the rounded cache bounds it)."""
     q, k, v = _heads(query, key, value, enable_gqa)
-    (u, floor), eps = CACHE_ROUNDING[kv_dtype], FLOAT_UNIT
-    factor = factor_of(q, scale)
-    norms = _norm_products(q, k)
-    E = factor * (u * norms + floor * np.abs(q).sum(axis=-1)[..., None] + q.shape[-1] * eps * (1 + u) * norms)
-    E = E + _mask_rounding(q, k, attn_mask, is_causal, scale)
-    spread = (1 + u) * np.exp(2 * E) * (1 + (k.shape[-2] + 64) * eps) - 1
-    return _largest_visible_values(q, v, attn_mask, is_causal) * spread + 2 * floor
-
-
-def _norm_products(q, k):
-    """‖q_i‖·max_j ‖k_j‖, (N..., H, L, 1): the largest size a score of row i can have before the scale."""
-    return np.linalg.norm(q, axis=-1)[..., None] * np.linalg.norm(k, axis=-1).max(axis=-1)[..., None, None]
-
-
-def _mask_rounding(q, k, attn_mask, is_causal, scale):
-    """ε·(largest score + largest mask term) of each row: the float addition of a mask to a score."""
-    bias = bias_of(q.shape[-2], k.shape[-2], attn_mask, is_causal)
-    largest_bias = np.where(np.isfinite(bias), np.abs(bias), 0.0).max(axis=-1, keepdims=True)
-    return FLOAT_UNIT * (factor_of(q, scale) * _norm_products(q, k) + largest_bias)
-
-
-def _largest_visible_values(q, v, attn_mask, is_causal):
-    """max over the keys j that row i sees of |v_jc|, (N..., H, L, E_v), one key at a time."""
-    bias = bias_of(q.shape[-2], v.shape[-2], attn_mask, is_causal)
-    visible = np.broadcast_to(np.isfinite(bias), q.shape[:-1] + (v.shape[-2],))  # (N..., H, L, S)
-    largest_v = np.zeros(q.shape[:-1] + v.shape[-1:])
-    for j in range(v.shape[-2]):
-        largest_v = np.maximum(largest_v, np.where(visible[..., j, None], np.abs(v[..., j, None, :]), 0.0))
-    return largest_v
+    u, floor = CACHE_ROUNDING[kv_dtype]
+    _, weights = forward(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+    moves = factor_of(q, scale) * (u * np.abs(q) @ np.swapaxes(np.abs(k), -1, -2)
+                                   + floor * np.abs(q).sum(axis=-1, keepdims=True))
+    visible = np.isfinite(bias_of(q.shape[-2], k.shape[-2], attn_mask, is_causal))
+    largest = np.where(visible, moves, 0.0).max(axis=-1, keepdims=True)
+    return np.expm1(2 * largest) * (weights @ ((1 + u) * np.abs(v) + floor)) + weights @ (u * np.abs(v) + floor)
