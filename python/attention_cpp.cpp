@@ -228,22 +228,33 @@ std::optional<attn::KvDtype> kv_dtype_named(const std::optional<std::string>& na
 
 std::string shape_text(const py::handle& a) { return py::str(a.attr("shape")); }  // "(2, 8, 16, 64)"
 
-// Anything array-like as a NumPy array, without a copy where none is needed: whatever np.asarray
-// takes (NumPy arrays, the buffer protocol, __array__ as a torch CPU tensor has), else DLPack.
-py::array array_of(const py::handle& x, const std::string& name) {
+// Anything array-like as NumPy reads it, without a copy where none is needed: whatever np.asarray
+// takes (NumPy arrays, the buffer protocol, __array__ as a torch CPU tensor has), else DLPack; none
+// when NumPy cannot read it (not an array, or a type NumPy lacks, such as bfloat16).
+py::object numpy_view(const py::handle& x) {
     const py::module_ np = py::module_::import("numpy");
-    py::object a;
-    try {
-        a = np.attr("asarray")(x);
-    } catch (const py::error_already_set&) {}
-    const auto kind = [&] { return a ? a.attr("dtype").attr("kind").cast<std::string>() : std::string(); };
-    if ((!a || kind() == "O") && py::hasattr(x, "__dlpack__")) a = np.attr("from_dlpack")(x);
-    if (kind().empty() || std::string("biuf").find(kind()) == std::string::npos)
+    const auto read_by = [&](const char* how) {
+        try {
+            py::object a = np.attr(how)(x);
+            if (a.attr("dtype").attr("kind").cast<std::string>() != "O") return a;
+        } catch (const py::error_already_set&) {}
+        return py::object();
+    };
+    if (py::object a = read_by("asarray")) return a;
+    return py::hasattr(x, "__dlpack__") ? read_by("from_dlpack") : py::object();
+}
+
+// What numpy_view(x) gave, when it is an array of numbers.
+py::array numbers(const py::object& a, const py::handle& x, const std::string& name) {
+    const std::string kind = a ? a.attr("dtype").attr("kind").cast<std::string>() : std::string();
+    if (kind.empty() || std::string("biuf").find(kind) == std::string::npos)
         throw py::value_error(sdpa + name +
                               " must be an array of numbers (NumPy, the buffer protocol or DLPack), got " +
                               std::string(py::str(py::type::of(x).attr("__name__"))));
     return a;
 }
+
+py::array array_of(const py::handle& x, const std::string& name) { return numbers(numpy_view(x), x, name); }
 
 // An operand (N..., H, rows, cols) read as heads: its leading dimensions N... are the batch, merged
 // into one B; with only rows and columns it is a single head. Queries and grad_output are float32;
@@ -290,10 +301,11 @@ struct DLPackTensor {
     std::uint64_t byte_offset;
 };
 
-// A bfloat16 tensor offered through DLPack (torch.bfloat16 on the CPU), read in place; none for any
-// other object. The capsule is left unconsumed: when it goes, it releases the tensor itself.
+// A bfloat16 tensor offered through DLPack (torch.bfloat16 on the CPU), which NumPy cannot read, read
+// in place; none for any other object. The capsule is left unconsumed: when it goes, it releases the
+// tensor itself.
 std::optional<Operand> bfloat16_operand(const py::handle& x, const std::string& name) {
-    if (py::isinstance<py::array>(x) || !py::hasattr(x, "__dlpack__")) return std::nullopt;
+    if (!py::hasattr(x, "__dlpack__")) return std::nullopt;
     const py::capsule capsule = x.attr("__dlpack__")();
     const auto* t = static_cast<const DLPackTensor*>(capsule.get_pointer());
     if (t->code != 4 || t->bits != 16 || t->lanes != 1) return std::nullopt;
@@ -313,10 +325,11 @@ std::optional<Operand> bfloat16_operand(const py::handle& x, const std::string& 
 }
 
 Operand operand(const py::handle& x, const std::string& name) {
-    if (bfloat16_operand(x, name))
+    const py::object view = numpy_view(x);
+    if (!view && bfloat16_operand(x, name))
         throw py::value_error(sdpa + name + " is a bfloat16 tensor; only key and value may be 16-bit (a cache), " +
                               name + " must be float32: pass " + name + ".float()");
-    const FloatArray a = FloatArray::ensure(array_of(x, name));
+    const FloatArray a = FloatArray::ensure(numbers(view, x, name));
     return shaped(a, dims_of(a), a.data(), attn::KvDtype::f32, name);
 }
 
@@ -324,9 +337,10 @@ Operand operand(const py::handle& x, const std::string& name) {
 // (their own type), anything else as float32 (converted as the other operands are); then, when
 // kv_dtype asks for a type, float keys and values rounded into it.
 Operand cache_operand(const py::handle& x, const std::string& name, std::optional<attn::KvDtype> kv_dtype) {
-    std::optional<Operand> own = bfloat16_operand(x, name);
+    const py::object view = numpy_view(x);
+    std::optional<Operand> own = view ? std::nullopt : bfloat16_operand(x, name);
     if (!own) {
-        const py::array a = array_of(x, name);
+        const py::array a = numbers(view, x, name);
         if (a.dtype().kind() == 'f' && a.itemsize() == 2) {
             const py::array c = py::module_::import("numpy").attr("ascontiguousarray")(a);
             own = shaped(c, dims_of(c), c.data(), attn::KvDtype::f16, name);
