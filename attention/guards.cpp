@@ -17,6 +17,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "matrix/norms.hpp"
@@ -72,14 +73,22 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
         fail("d_k = 0: " + operand(name.Q, Q) + " and " + operand(name.K, K) + " have no columns to compare");
 }
 
+void check_row_norms(const RowNorms& largest, std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                     const OperandNames& name) {
+    const std::string who = "scaled_dot_product_attention";
+    for (const auto& [label, norm, rows, cols] :
+         {std::tuple{&name.Q, largest.Q, n, d_k}, {&name.K, largest.K, m, d_k}, {&name.V, largest.V, m, d_v}})
+        if (!std::isfinite(norm))
+            throw std::invalid_argument(who + ": " + *label + " (" + shape_string(rows, cols) + ") holds NaN or ±inf");
+    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", largest.Q * largest.K);
+    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
+                      double(m) * largest.V);
+}
+
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention";
-    const OperandNames& name = options.names;
-    const double q = largest_row_norm(who, name.Q, Q), k = largest_row_norm(who, name.K, K),
-                 v = largest_row_norm(who, name.V, V);
-    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", q * k);
-    check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
-                      double(V.rows()) * v);
+    check_row_norms({max_row_norm(Q), max_row_norm(K), max_row_norm(V)}, Q.rows(), K.rows(), Q.cols(), V.cols(),
+                    options.names);
     if (options.mask && options.mask->kind == ScoreMask::Kind::additive)
         check_mask_values(who, *options.mask, Q.rows(), K.rows());
 }

@@ -16,6 +16,15 @@ void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, c
 // No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step); an
 // additive mask's terms as check_mask_values.
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
+// The largest row norms of Q, K and V (NaN or ±inf when a matrix holds one), however they were
+// measured: check_attention_values measures them; the decode path (attention/heads.cpp) has its
+// kernel measure K's and V's as it reads them, so that the cache is read once.
+struct RowNorms {
+    double Q, K, V;
+};
+// No NaN or ±inf (naming Q, K, V in turn, as n×d_k, m×d_k and m×d_v), and steps 3 and 6 within float32.
+void check_row_norms(const RowNorms& largest, std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                     const OperandNames& names);
 // Every term an additive mask gives an n×m score matrix is finite or −∞ (std::invalid_argument from `who`
 // naming the first that is NaN or +∞); each term is read once, whatever axis it is broadcast along.
 void check_mask_values(const std::string& who, const ScoreMask& mask, std::size_t n, std::size_t m);

@@ -17,6 +17,7 @@
 
 #include "attention/guards.hpp"
 #include "attention/plan.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "simd/simd.hpp"
 
@@ -258,39 +259,33 @@ bool decodes(const Layout& x, KvDtype type, const AttentionOptions& options) {
            (type != KvDtype::f32 || x.group * x.L < decode_rows);
 }
 
-// Key/value head (b, kv) of a cache as floats: a float cache's in place, a 16-bit one widened into `into`.
-Matrix cached_head(const CacheView& cache, std::size_t b, std::size_t kv, Matrix& into) {
-    if (cache.type == KvDtype::f32) return floats_of(cache).head(b, kv);
-    const std::size_t rows = cache.shape.rows, cols = cache.shape.cols;
-    into.resize_for_overwrite(rows, cols);
-    const auto* bits = static_cast<const std::uint16_t*>(cache.data) + (b * cache.shape.heads + kv) * rows * cols;
-    for (std::size_t k = 0; k < rows * cols; ++k)
-        into.data()[k] = cache.type == KvDtype::bf16 ? from_bfloat16_bits(bits[k]) : from_float16_bits(bits[k]);
-    return Matrix::borrow(into.data(), rows, cols);
-}
-
 // The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
 Matrix group_rows(const HeadsView& Q, const Layout& x, std::size_t unit) {
     return Matrix::borrow(Q.data + unit * x.group * x.L * x.E, x.group * x.L, x.E);
 }
 
-// The float chain's checks, a key/value head at a time: its values and the group's queries (the
-// range bounds hold for the group's rows as for one head's), then each query head's mask.
-void check_every_group(const HeadsView& Q, const CacheView& K, const CacheView& V, const Layout& x,
-                       const AttentionOptions& run) {
-    AttentionOptions unmasked = run;
-    unmasked.mask = nullptr;
-    Matrix K_floats, V_floats;
+// The float chain's checks before the decode kernel runs: the options (the shapes were checked
+// already), every query row and every query head's mask. Returns each group's largest query norm.
+std::vector<double> check_queries(const HeadsView& Q, const Layout& x, const AttentionOptions& run) {
+    guards::check_attention_shapes(Matrix(0, x.E), Matrix(0, x.E), Matrix(0, x.E_v), run, AttentionResult{});
+    std::vector<double> largest(x.kv_count());
     for (std::size_t unit = 0; unit < x.kv_count(); ++unit) {
-        const std::size_t b = unit / x.kv_heads, kv = unit % x.kv_heads;
-        const Matrix Qg = group_rows(Q, x, unit), Kh = cached_head(K, b, kv, K_floats),
-                     Vh = cached_head(V, b, kv, V_floats);
-        guards::check_attention_shapes(Qg, Kh, Vh, run, AttentionResult{});
-        guards::check_attention_values(Qg, Kh, Vh, unmasked);
+        largest[unit] = max_row_norm(group_rows(Q, x, unit));
+        guards::check_row_norms({largest[unit], 0.0, 0.0}, x.L, x.S, x.E, x.E_v, run.names);
         if (!run.mask || run.mask->kind != ScoreMask::Kind::additive) continue;
+        const std::size_t b = unit / x.kv_heads, kv = unit % x.kv_heads;
         for (std::size_t h = kv * x.group; h < (kv + 1) * x.group; ++h)
             guards::check_mask_values("scaled_dot_product_attention", run.mask->for_head(b, h), x.L, x.S);
     }
+    return largest;
+}
+
+// … and after it, the cache: the norms of its keys and values, which the kernel measured as it read
+// them (a cache is read once), against the same bounds. A refused call returns nothing it computed.
+void check_cache(const std::vector<double>& queries, const std::vector<double>& cache, const Layout& x,
+                 const AttentionOptions& run) {
+    for (std::size_t unit = 0; unit < x.kv_count(); ++unit)
+        guards::check_row_norms({queries[unit], cache[2 * unit], cache[2 * unit + 1]}, x.L, x.S, x.E, x.E_v, run.names);
 }
 
 // Each query row's terms, as the decode kernel reads them: row r of group (b, kv) is position r mod L
@@ -310,28 +305,22 @@ std::vector<simd::ScoreTerms> row_terms(const ScoreMask& mask, const Layout& x) 
     return terms;
 }
 
-// What the decode path allocates besides the results: the kernel's scratch, and for a 16-bit cache
-// one key/value head widened for the checks.
+// What the decode path allocates besides the results: the kernel's scratch.
 std::vector<backends::Buffer> decode_buffers(const Layout& x, KvDtype type) {
     const simd::DecodeScratchBytes scratch =
         simd::decode_scratch_bytes(x.kv_count(), x.group * x.L, x.S, x.E, x.E_v, type);
-    std::vector<backends::Buffer> buffers = {
-        {"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
-             (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
-         checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
-        {"the decode kernel's blocks of keys, their maxima, sums and outputs before the merge", scratch.shared}};
-    if (type != KvDtype::f32)
-        buffers.push_back({"one key/value head (" + shape_string(x.S, x.E) + " and " + shape_string(x.S, x.E_v) +
-                               ") widened from " + to_string(type) + " for the checks",
-                           checked_sum(matrix_bytes(x.S, x.E), matrix_bytes(x.S, x.E_v), "widened head")});
-    return buffers;
+    return {{"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
+                 (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
+             checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
+            {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge", scratch.shared}};
 }
 
 // Backend::fused by the decode kernel: every group's rows against its cached head, all at once.
 HeadsResult decode_heads(const HeadsView& Q, const CacheView& K, const CacheView& V, const Layout& x,
                          const AttentionOptions& options) {
     const AttentionOptions run = Plan(options).add(forward_results(x, options)).add(decode_buffers(x, K.type)).charge();
-    check_every_group(Q, K, V, x, run);
+    const std::vector<double> queries = check_queries(Q, x, run);
+    std::vector<double> cache(2 * x.kv_count());
     HeadsResult r;
     r.output = heads_of(x.batch, x.heads, x.L, x.E_v);
     if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
@@ -350,8 +339,10 @@ HeadsResult decode_heads(const HeadsView& Q, const CacheView& K, const CacheView
                                       .causal = run.causal,
                                       .row_terms = terms.empty() ? nullptr : terms.data(),
                                       .O = r.output.values.data(),
-                                      .log_sum_exp = keeps_log_sum_exp(run) ? r.log_sum_exp.values.data() : nullptr};
+                                      .log_sum_exp = keeps_log_sum_exp(run) ? r.log_sum_exp.values.data() : nullptr,
+                                      .largest_norms = cache.data()};
     simd::decode_attention_into(problem, run.threads == 1 ? simd::Threads::one : simd::Threads::all);
+    check_cache(queries, cache, x, run);
     return r;
 }
 

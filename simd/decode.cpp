@@ -37,23 +37,31 @@
 // lanes with the low half cleared: two integer operations for 2·W floats. For float16, each half
 // moved to the float's exponent and mantissa positions (sign to bit 31, the 15 other bits shifted
 // left by 13) is a float 2¹¹² times too small (its exponent's bias is 15, a float's 127), subnormals
-// included; one multiply by 2¹¹² makes it exact. (A cache holding ±∞ or NaN has been refused before:
-// attention/heads.cpp; the trick would not carry them.) The converted row thus has its elements in
+// included; one multiply by 2¹¹² makes it exact. A float16 ±∞ or NaN (exponent field 31) would come
+// out finite, so those lanes get their exponent field raised to a float's 255 first (three integer
+// operations): the kernel's norms then see them, and the caller refuses the cache. The converted row thus has its elements in
 // "pair order": in each full chunk of 2·W, the W even ones, then the W odd ones; the tail after the
 // last full chunk stays as it is. Dot products do not care about order as long as the query rows are
 // put in the same order (once per unit), and the unnormalised outputs o are summed in pair order and
 // put back in place by the merge. (F16C and AVX-512 have an instruction that converts float16 in
 // place order; this one conversion serves every instruction set instead, and costs as little.)
 //
+// Checks. The caller must refuse a cache holding NaN or ±inf, or one whose products could leave the
+// float range (attention/guards.cpp), before it trusts the result; reading the cache once more for
+// that would double the memory traffic, so each unit also measures the largest norm of the key and
+// value rows it reads (a float sum of squares, from data already in L1), and the call returns the
+// largest per group. A block no row may see (causal) is still read for them.
+//
 // Scratch: per thread, a block's scores (rows × decode_keys) and, for a 16-bit cache, one key and one
 // value row as floats and the group's queries in pair order; on the calling thread, each unit's
-// (m, ℓ, o) for every row. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
+// (m, ℓ, o) for every row and its two norms. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
 // BM_decode (bench/bench_decode.cpp) measures the kernel, in GB/s of cache read.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "simd/batch.hpp"
 #include "simd/kernels.hpp"
@@ -100,11 +108,21 @@ float from_bits(std::uint32_t bits) {
     return x;
 }
 
+// A float16's 15 bits below the sign, moved to a float's (<< 13): its exponent field 31 (±∞, NaN)
+// raised to 255, which no multiply changes. Bit 28 is set by the add exactly when the field is 31.
+template <class Bits>
+Bits with_infinity(Bits magnitude) {
+    const Bits carry = (magnitude + Bits(0x00800000u)) & Bits(0x10000000u);
+    return magnitude | ((carry << 3) - carry);  // 7·2²⁸: the field + 224
+}
+
 // One 16-bit element as a float, the scalar form of the lane tricks above.
 template <Storage type>
 float widened(std::uint16_t h) {
     if constexpr (type == Storage::bf16) return from_bits(std::uint32_t{h} << 16);
-    else return from_bits((std::uint32_t(h & 0x8000u) << 16) | (std::uint32_t(h & 0x7FFFu) << 13)) * 0x1p112f;
+    else
+        return from_bits((std::uint32_t(h & 0x8000u) << 16) | with_infinity(std::uint32_t(h & 0x7FFFu) << 13)) *
+               0x1p112f;
 }
 
 // 2·W elements from `from` as two batches of floats: the even elements and the odd ones.
@@ -118,8 +136,8 @@ void widen_chunk(const std::uint16_t* from, float* even, float* odd) {
         xsimd::bitwise_cast<Batch>(u & Lanes(0xFFFF0000u)).store_unaligned(odd);
     } else {
         const Batch scale(0x1p112f);
-        const Lanes low = ((u & Lanes(0x8000u)) << 16) | ((u & Lanes(0x7FFFu)) << 13);
-        const Lanes high = (u & Lanes(0x80000000u)) | ((u >> 3) & Lanes(0x0FFFE000u));
+        const Lanes low = ((u & Lanes(0x8000u)) << 16) | with_infinity((u & Lanes(0x7FFFu)) << 13);
+        const Lanes high = (u & Lanes(0x80000000u)) | with_infinity((u >> 3) & Lanes(0x0FFFE000u));
         (xsimd::bitwise_cast<Batch>(low) * scale).store_unaligned(even);
         (xsimd::bitwise_cast<Batch>(high) * scale).store_unaligned(odd);
     }
@@ -148,7 +166,20 @@ const float* cached_row(const void* cache, std::size_t g, std::size_t keys, std:
 struct Unit {
     std::size_t g, j0, count;
     float* partial;  // m[rows], then ℓ[rows], then o[rows × d_v]
+    double* norms;   // the largest ‖k_j‖² and ‖v_j‖² of its keys and values
 };
+
+// The larger of a and b, a NaN winning: it is to be reported, never passed over.
+double larger(double a, double b) { return std::isnan(a) || a >= b ? a : b; }
+
+// ‖x‖², in float while that stays finite, else again in double (a square past FLT_MAX, ±∞ or NaN).
+double squared_norm(const float* x, std::size_t n) {
+    const float fast = dot(x, x, n);
+    if (std::isfinite(fast)) return fast;
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += double(x[k]) * double(x[k]);
+    return sum;
+}
 
 // How many of the unit's keys row r may see: causal, keys up to its position; else all.
 std::size_t visible_keys(const DecodeProblem& p, const Unit& u, std::size_t r) {
@@ -174,6 +205,7 @@ void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch
     const float factor = p.scale * log2e;
     for (std::size_t jj = 0; jj < u.count; ++jj) {
         const float* key = cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data());
+        u.norms[0] = larger(u.norms[0], squared_norm(key, p.d_k));  // for the caller's checks, while it is here
         for (std::size_t r = 0; r < p.rows; ++r)
             s.scores[r * u.count + jj] = jj < visible_keys(p, u, r) ? dot(q + r * p.d_k, key, p.d_k) * factor : neg_inf;
     }
@@ -203,6 +235,7 @@ void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     std::fill(o, o + p.rows * p.d_v, 0.0f);
     for (std::size_t jj = 0; jj < u.count; ++jj) {
         const float* value = cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data());
+        u.norms[1] = larger(u.norms[1], squared_norm(value, p.d_v));
         for (std::size_t r = 0; r < p.rows; ++r) {
             const float weight = s.scores[r * u.count + jj];
             if (weight != 0.0f) axpy(weight, value, o + r * p.d_v, p.d_v);  // a masked key adds nothing
@@ -210,16 +243,26 @@ void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     }
 }
 
+// A block no row may see (causal): m_b = −∞, ℓ_b = 0, o_b = 0, and its rows read only for their norms.
+template <Storage type>
+void unseen_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
+    std::fill(u.partial, u.partial + p.rows, neg_inf);
+    std::fill(u.partial + p.rows, u.partial + 2 * p.rows + p.rows * p.d_v, 0.0f);
+    for (std::size_t jj = 0; jj < u.count; ++jj) {
+        u.norms[0] =
+            larger(u.norms[0], squared_norm(cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data()), p.d_k));
+        u.norms[1] = larger(u.norms[1],
+                            squared_norm(cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data()), p.d_v));
+    }
+}
+
 // One unit, start to finish, on one thread.
 template <Storage type>
 void attend_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
+    u.norms[0] = u.norms[1] = 0.0;
     bool seen = false;  // whether any row of the group may see any of the keys (causal skips the rest)
     for (std::size_t r = 0; r < p.rows && !seen; ++r) seen = visible_keys(p, u, r) > 0;
-    if (!seen) {
-        std::fill(u.partial, u.partial + p.rows, neg_inf);
-        std::fill(u.partial + p.rows, u.partial + 2 * p.rows + p.rows * p.d_v, 0.0f);
-        return;
-    }
+    if (!seen) return unseen_block<type>(p, u, s);
     block_scores<type>(p, u, query_rows<type>(p, u.g, s), s);
     block_softmax(p, u, s);
     block_values<type>(p, u, s);
@@ -258,17 +301,34 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     const auto size = decode_scratch<std::size_t>(p.rows, block, units, p.d_k, p.d_v, type != Storage::f32);
     thread_local Buffer partials;  // the calling thread's: every unit's (m, ℓ, o), then one row for the merge
     if (partials.size() < size.partials) grow_exactly(partials, size.partials);
+    thread_local std::vector<double, ScratchAllocator<double>> norms;  // each unit's largest ‖k‖² and ‖v‖²
+    if (norms.size() < 2 * units) {
+        norms.reserve(2 * units);
+        norms.resize(2 * units);
+    }
     float* const results = partials.data();  // (a thread_local is not captured: each thread would see its own)
+    double* const unit_norms = norms.data();
     const bool team = decode_team(units, p.groups, p.rows, p.keys, p.d_k, p.d_v) > 1;
     for_each_in_team(units, team ? threads : Threads::one, [&](std::size_t i) {
         thread_local Scratch scratch;
         scratch.fit(size, p.d_k, p.d_v);
         const std::size_t g = i / blocks, j0 = i % blocks * block;
-        attend_block<type>(p, {g, j0, std::min(block, p.keys - j0), results + i * unit_floats}, scratch);
+        attend_block<type>(p, {g, j0, std::min(block, p.keys - j0), results + i * unit_floats, unit_norms + 2 * i},
+                           scratch);
     });
     for (std::size_t g = 0; g < p.groups; ++g)
         for (std::size_t r = 0; r < p.rows; ++r)
             merge_row<type>(p, results, blocks, unit_floats, g, r, results + units * unit_floats);
+    if (!p.largest_norms) return;
+    for (std::size_t g = 0; g < p.groups; ++g) {  // the group's largest norms: the largest of its blocks'
+        double key = 0.0, value = 0.0;
+        for (std::size_t b = 0; b < blocks; ++b) {
+            key = larger(key, unit_norms[2 * (g * blocks + b)]);
+            value = larger(value, unit_norms[2 * (g * blocks + b) + 1]);
+        }
+        p.largest_norms[2 * g] = std::sqrt(key);
+        p.largest_norms[2 * g + 1] = std::sqrt(value);
+    }
 }
 
 }  // namespace

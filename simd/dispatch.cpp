@@ -169,7 +169,7 @@ DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, st
     const auto floats =
         decode_scratch<CheckedCount>(rows, std::min(block, keys), units, d_k, d_v, type != Storage::f32);
     const std::size_t team = decode_team(units, groups, rows, keys, d_k, d_v);
-    return {bytes(floats.per_thread()), bytes(floats.partials), team};
+    return {bytes(floats.per_thread()), bytes(floats.shared()), team};
 }
 
 std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v) {

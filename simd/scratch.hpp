@@ -56,7 +56,9 @@ struct DecodeScratch {
     Count scores;    // per thread: the rows × keys scores of one block, then its weights
     Count rows;      // per thread: one key and one value row as floats, and the group's queries reordered
     Count partials;  // on the calling thread: each unit's m, ℓ and o (d_v) per query row, and one row for the merge
+    Count norms;     // on the calling thread: each unit's largest key and value norms (2 doubles: 4 floats)
     Count per_thread() const { return scores + rows; }
+    Count shared() const { return partials + norms; }
 };
 
 template <class Count>
@@ -64,7 +66,7 @@ DecodeScratch<Count> decode_scratch(std::size_t rows, std::size_t keys_per_block
                                     std::size_t d_v, bool converts) {
     return {Count(rows) * Count(keys_per_block),
             converts ? Count(d_k) + Count(d_v) + Count(rows) * Count(d_k) : Count(0),
-            Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v)};
+            Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v), Count(units) * Count(4)};
 }
 
 // One thread's scratch of the fused backward (simd/fused_backward.cpp), in floats per buffer.

@@ -101,6 +101,10 @@ struct DecodeProblem {
     const ScoreTerms* row_terms = nullptr;
     float* O = nullptr;            // groups × rows × d_v
     float* log_sum_exp = nullptr;  // groups × rows (L = log Σ_j e^(s_j)), or nullptr
+    // groups × 2, or nullptr: the largest row norms of each group's keys and values, max_j ‖k_j‖ and
+    // max_j ‖v_j‖, measured as the rows are read (NaN when a row holds NaN, +∞ for ±∞), so that a
+    // caller can check the cache without reading it once more.
+    double* largest_norms = nullptr;
 };
 // O = softmax(scale·Q·Kᵀ [+ terms, causal])·V for every group: the keys cut into blocks of
 // blocking.decode_keys, each block's running maximum, sum and unnormalised output computed on one

@@ -517,3 +517,31 @@ TEST_CASE("the bound's value term is reached: values that all round down by almo
         CHECK(used <= 1.0);
     }
 }
+
+TEST_CASE("the decode kernel reads every finite 16-bit pattern as the value it holds", "[decode][f16]") {
+    // One key: its weight is 2⁰ = 1 and ℓ = 1, so the output row is the value row itself (−0 comes out
+    // as +0: the sum starts at +0): the kernel's lane conversion against matrix/'s, chunks and tail.
+    for (const KvDtype type : {KvDtype::bf16, KvDtype::f16}) {
+        std::vector<std::uint16_t> values;
+        for (std::uint32_t h = 0; h < 65536; ++h) {
+            const auto bits = static_cast<std::uint16_t>(h);
+            const float x = type == KvDtype::f16 ? attn::from_float16_bits(bits) : attn::from_bfloat16_bits(bits);
+            if (std::isfinite(x) && std::fabs(x) < 0x1p40f) values.push_back(bits);  // bfloat16: within range checks
+        }
+        values.push_back(0x3C00);  // an odd count: the row ends in a tail
+        const std::size_t E_v = values.size();
+        const std::vector<std::uint16_t> key(8, 0);
+        const Heads Q{Matrix(1, 8), {1, 1, 1, 8}};
+        const attn::CacheView K(key.data(), {1, 1, 1, 8}, type), V(values.data(), {1, 1, 1, E_v}, type);
+        const Matrix O = attn::scaled_dot_product_attention(Q.view(), K, V, {.backend = Backend::fused}).output.values;
+        std::size_t wrong = 0;
+        for (std::size_t c = 0; c < E_v; ++c) {
+            const float want =
+                type == KvDtype::f16 ? attn::from_float16_bits(values[c]) : attn::from_bfloat16_bits(values[c]);
+            if (O(0, c) != want && wrong++ < 5)
+                FAIL_CHECK(attn::to_string(type)
+                           << " pattern " << values[c] << ": got " << O(0, c) << ", want " << want);
+        }
+        CHECK(wrong == 0);
+    }
+}
