@@ -7,6 +7,13 @@
 // least two heads per thread, the heads are shared out over a team, one head on one thread (each
 // head's kernels on one thread); otherwise the heads run one after another, each with the kernels'
 // own team. The kernels give the same bits for any thread count, so both give the same results.
+//
+// Caches (CacheView): keys and values stored as floats, bfloat16 or float16. Backend::fused sends
+// every 16-bit cache, and a float cache with few query rows per key/value head (decode_rows, below),
+// to the decode kernel (simd/decode.cpp), which reads each cached head once for its whole group and
+// splits the keys over the threads; it measures the cache's norms as it reads it, and the guards
+// check them after (the queries and the mask before). Every other backend widens a 16-bit cache to
+// floats and runs the float path above, so Backend::naive stays the reference.
 #include "attention/heads.hpp"
 
 #include <cstdint>

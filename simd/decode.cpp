@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "simd/batch.hpp"
@@ -198,6 +199,75 @@ const float* query_rows(const DecodeProblem& p, std::size_t g, Scratch& s) {
     return s.queries.data();
 }
 
+// The group's rows go past each key or value row in passes of at most this many: one accumulator
+// (or one row of o) per query row, and the cached row loaded once per pass, not once per query row.
+// Four passes' worth of registers stay free for the loads at every width (SSE2 and NEON have 16).
+constexpr std::size_t rows_per_pass = 4;
+
+// Rows [0, N) of q against one key: out[r] = q_r·k, and ‖k‖² added to `norm`, reading k once. Each
+// row's sum runs in the same order whatever N is, so a row's score does not depend on the rows beside it.
+template <std::size_t N>
+void key_pass(const float* q, std::size_t d, const float* key, float* out, std::size_t out_stride, float& norm) {
+    Batch acc[N], squares(0.0f);
+    for (Batch& a : acc) a = Batch(0.0f);
+    std::size_t k = 0;
+    for (; k + W <= d; k += W) {
+        const Batch kc = Batch::load_unaligned(key + k);
+        squares = xsimd::fma(kc, kc, squares);
+        for (std::size_t r = 0; r < N; ++r) acc[r] = xsimd::fma(Batch::load_unaligned(q + r * d + k), kc, acc[r]);
+    }
+    float tail_squares = xsimd::hadd(squares);
+    for (std::size_t r = 0; r < N; ++r) {
+        float sum = xsimd::hadd(acc[r]);
+        for (std::size_t t = k; t < d; ++t) sum = std::fma(q[r * d + t], key[t], sum);
+        out[r * out_stride] = sum;
+    }
+    for (std::size_t t = k; t < d; ++t) tail_squares = std::fma(key[t], key[t], tail_squares);
+    norm = tail_squares;
+}
+
+// Rows [0, N) of o gain weight_r·v: o_r ← o_r + w_r·v, reading v once; ‖v‖² into `norm`.
+template <std::size_t N>
+void value_pass(const float* weights, std::size_t weight_stride, const float* value, std::size_t d, float* o,
+                float& norm) {
+    Batch squares(0.0f);
+    std::size_t k = 0;
+    for (; k + W <= d; k += W) {
+        const Batch vc = Batch::load_unaligned(value + k);
+        squares = xsimd::fma(vc, vc, squares);
+        for (std::size_t r = 0; r < N; ++r)
+            xsimd::fma(Batch(weights[r * weight_stride]), vc, Batch::load_unaligned(o + r * d + k))
+                .store_unaligned(o + r * d + k);
+    }
+    norm = xsimd::hadd(squares);
+    for (; k < d; ++k) {
+        norm = std::fma(value[k], value[k], norm);
+        for (std::size_t r = 0; r < N; ++r) o[r * d + k] = std::fma(weights[r * weight_stride], value[k], o[r * d + k]);
+    }
+}
+
+// pass<N>(r0) for the rows in passes of rows_per_pass, the last one shorter.
+template <class Pass>
+void in_passes(std::size_t rows, Pass&& pass) {
+    std::size_t r0 = 0;
+    for (; r0 + rows_per_pass <= rows; r0 += rows_per_pass)
+        pass(std::integral_constant<std::size_t, rows_per_pass>{}, r0);
+    switch (rows - r0) {
+        case 3: return pass(std::integral_constant<std::size_t, 3>{}, r0);
+        case 2: return pass(std::integral_constant<std::size_t, 2>{}, r0);
+        case 1: return pass(std::integral_constant<std::size_t, 1>{}, r0);
+        default: return;
+    }
+}
+
+// A float computed as ‖x‖² that overflowed (or met ±∞, NaN) summed again in double.
+double checked_square(float fast, const float* x, std::size_t n) {
+    if (std::isfinite(fast)) return fast;
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += double(x[k]) * double(x[k]);
+    return sum;
+}
+
 // [decode scores] s_rj = scale·log₂e·q_r·k_j (+ log₂e·term) for the unit's keys, every row of the
 // group against each key as it is read; −∞ where the row may not look (causal).
 template <Storage type>
@@ -205,9 +275,15 @@ void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch
     const float factor = p.scale * log2e;
     for (std::size_t jj = 0; jj < u.count; ++jj) {
         const float* key = cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data());
-        u.norms[0] = larger(u.norms[0], squared_norm(key, p.d_k));  // for the caller's checks, while it is here
-        for (std::size_t r = 0; r < p.rows; ++r)
-            s.scores[r * u.count + jj] = jj < visible_keys(p, u, r) ? dot(q + r * p.d_k, key, p.d_k) * factor : neg_inf;
+        float norm = 0.0f;
+        in_passes(p.rows, [&](auto N, std::size_t r0) {
+            key_pass<N>(q + r0 * p.d_k, p.d_k, key, s.scores.data() + r0 * u.count + jj, u.count, norm);
+        });
+        u.norms[0] = larger(u.norms[0], checked_square(norm, key, p.d_k));  // for the caller's checks
+        for (std::size_t r = 0; r < p.rows; ++r) {
+            float& score = s.scores[r * u.count + jj];
+            score = jj < visible_keys(p, u, r) ? score * factor : neg_inf;
+        }
     }
     if (!p.row_terms) return;
     for (std::size_t r = 0; r < p.rows; ++r) {
@@ -228,18 +304,19 @@ void block_softmax(const DecodeProblem& p, const Unit& u, Scratch& s) {
     }
 }
 
-// [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group.
+// [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group (a
+// masked key's weight is 0 and adds exactly nothing: the values are finite, or refused after).
 template <Storage type>
 void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     float* o = u.partial + 2 * p.rows;
     std::fill(o, o + p.rows * p.d_v, 0.0f);
     for (std::size_t jj = 0; jj < u.count; ++jj) {
         const float* value = cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data());
-        u.norms[1] = larger(u.norms[1], squared_norm(value, p.d_v));
-        for (std::size_t r = 0; r < p.rows; ++r) {
-            const float weight = s.scores[r * u.count + jj];
-            if (weight != 0.0f) axpy(weight, value, o + r * p.d_v, p.d_v);  // a masked key adds nothing
-        }
+        float norm = 0.0f;
+        in_passes(p.rows, [&](auto N, std::size_t r0) {
+            value_pass<N>(s.scores.data() + r0 * u.count + jj, u.count, value, p.d_v, o + r0 * p.d_v, norm);
+        });
+        u.norms[1] = larger(u.norms[1], checked_square(norm, value, p.d_v));
     }
 }
 
@@ -302,9 +379,9 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     thread_local Buffer partials;  // the calling thread's: every unit's (m, ℓ, o), then one row for the merge
     if (partials.size() < size.partials) grow_exactly(partials, size.partials);
     thread_local std::vector<double, ScratchAllocator<double>> norms;  // each unit's largest ‖k‖² and ‖v‖²
-    if (norms.size() < 2 * units) {
-        norms.reserve(2 * units);
-        norms.resize(2 * units);
+    if (const std::size_t doubles = size.norms * sizeof(float) / sizeof(double); norms.size() < doubles) {
+        norms.reserve(doubles);
+        norms.resize(doubles);
     }
     float* const results = partials.data();  // (a thread_local is not captured: each thread would see its own)
     double* const unit_norms = norms.data();

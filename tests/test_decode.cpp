@@ -545,3 +545,32 @@ TEST_CASE("the decode kernel reads every finite 16-bit pattern as the value it h
         CHECK(wrong == 0);
     }
 }
+
+TEST_CASE("the decode path charges its scratch to a budget before any work, and refuses a block of 0 keys",
+          "[decode][budget][errors]") {
+    std::mt19937 rng(570);
+    const Heads Q = random_heads({1, 8, 1, 64}, rng), K = random_heads({1, 2, 4000, 64}, rng);
+    const attn::Cache Kc = attn::to_cache(K.view(), KvDtype::bf16);
+    // the partial results alone: 2 heads × 16 blocks × 4 rows × (64 + 2) floats, over 33 KB
+    attn::MemoryBudget tight(2 * 8 * 64 * sizeof(float) + 1000, "the test's budget");
+    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q.view(), Kc.view(), Kc.view(),
+                                                         {.backend = Backend::fused, .budget = &tight}),
+                      Catch::Contains("the decode kernel's") && Catch::Contains("the test's budget"));
+    attn::MemoryBudget roomy(std::uint64_t{1} << 26, "the test's budget");
+    (void)attn::scaled_dot_product_attention(Q.view(), Kc.view(), Kc.view(),
+                                             {.backend = Backend::fused, .budget = &roomy});
+    CHECK(roomy.charges().front().what.starts_with("O (1×8×1×64)"));
+    CHECK(roomy.charges().size() == 3);  // O, the kernel's scratch, the blocks' partial results
+    attn::simd::Blocking none = attn::simd::blocking();
+    none.decode_keys = 0;
+    const DecodeProblem problem{.Q = Q.values.data(),
+                                .K = K.values.data(),
+                                .V = K.values.data(),
+                                .groups = 1,
+                                .rows = 1,
+                                .keys = 4000,
+                                .d_k = 64,
+                                .d_v = 64};
+    CHECK_THROWS_WITH(attn::simd::decode_attention_into(problem, attn::simd::Threads::one, none),
+                      Catch::Contains("decode_keys must be at least 1"));
+}
