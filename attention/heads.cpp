@@ -9,7 +9,7 @@
 // own team. The kernels give the same bits for any thread count, so both give the same results.
 //
 // Caches (CacheView): keys and values stored as floats, bfloat16 or float16. Backend::fused sends
-// every 16-bit cache, and a float cache with few query rows per key/value head (decode_rows, below),
+// every 16-bit cache, and a float cache with few query rows per head (decode_rows, below),
 // to the decode kernel (simd/decode.cpp), which reads each cached head once for its whole group and
 // splits the keys over the threads; it measures the cache's norms as it reads it, and the guards
 // check them after (the queries and the mask before). Every other backend widens a 16-bit cache to
@@ -237,33 +237,18 @@ void check_cache_types(const CacheView& K, const CacheView& V, const AttentionOp
 
 HeadsView floats_of(const CacheView& cache) { return {static_cast<const float*>(cache.data), cache.shape}; }
 
-std::size_t element_count(const HeadsShape& s) {
-    return checked_product(checked_product(checked_product(s.batch, s.heads, "cache"), s.rows, "cache"), s.cols,
-                           "cache");
-}
-
-// A 16-bit cache widened to floats, each element the value its bits hold.
-Heads widened(const CacheView& cache) {
-    Heads out = heads_of(cache.shape.batch, cache.shape.heads, cache.shape.rows, cache.shape.cols);
-    const auto* bits = static_cast<const std::uint16_t*>(cache.data);
-    float* to = out.values.data();
-    const std::size_t count = element_count(cache.shape);
-    for (std::size_t k = 0; k < count; ++k)
-        to[k] = cache.type == KvDtype::bf16 ? from_bfloat16_bits(bits[k]) : from_float16_bits(bits[k]);
-    return out;
-}
-
 // Routing. The fused backend decodes (simd/decode.cpp) every 16-bit cache, and a float cache whose
-// key/value heads serve fewer query rows G·L than one strip of the fused kernel's register tile
-// holds (MR = 6): such a head is one block of queries for the fused kernel, so it runs on one thread
-// with its tile partly empty, and each of the G query heads reads the key/value head again; the
-// decode kernel reads it once for the group and shares its keys over the threads. From MR rows on,
-// the register tile is full and the fused kernel computes each score with far fewer loads.
-constexpr std::size_t decode_rows = simd::MR;
+// query heads have fewer than decode_rows rows each. The fused kernel runs each query head on its
+// own, its rows in strips of MR = 6 of its register tile: a head of 1 or 2 rows (one token at a
+// time, or two in speculative decoding) leaves more than half of the tile's rows on padding, makes
+// one block of queries for the team (one thread works) and reads its key/value head once per query
+// head. The decode kernel reads the key/value head once for its group and shares the keys out over
+// the threads instead.
+constexpr std::size_t decode_rows = simd::MR / 2;
 
 bool decodes(const Layout& x, KvDtype type, const AttentionOptions& options) {
     return options.backend == Backend::fused && options.dtype == Dtype::f32 &&
-           (type != KvDtype::f32 || x.group * x.L < decode_rows);
+           (type != KvDtype::f32 || x.L < decode_rows);
 }
 
 // The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
@@ -373,48 +358,8 @@ HeadsResult scaled_dot_product_attention(const HeadsView& Q, const CacheView& K,
     plan.add({stack_buffer("K", K.shape, " widened from " + to_string(K.type) + " to floats"),
               stack_buffer("V", V.shape, " widened from " + to_string(V.type) + " to floats")});
     const AttentionOptions run = plan.charge();
-    const Heads K_floats = widened(K), V_floats = widened(V);
+    const Heads K_floats = to_floats(K), V_floats = to_floats(V);
     return forward_heads(Q, K_floats.view(), V_floats.view(), x, schedule, run);
-}
-
-CacheView::CacheView(const HeadsView& floats) : data(floats.data), shape(floats.shape), type(KvDtype::f32) {}
-
-CacheView::CacheView(const void* data, HeadsShape shape, KvDtype type) : data(data), shape(shape), type(type) {}
-
-CacheView Cache::view() const {
-    return {type == KvDtype::f32 ? static_cast<const void*>(floats.data()) : halves.data(), shape, type};
-}
-
-Cache to_cache(const HeadsView& floats, KvDtype type) {
-    Cache cache;
-    cache.shape = floats.shape;
-    cache.type = type;
-    const std::size_t count = element_count(floats.shape);
-    if (count && !floats.data)
-        throw std::invalid_argument("to_cache: the floats (" + shape_string(floats.shape) + ") have no data");
-    if (type == KvDtype::f32) {
-        cache.floats.assign(floats.data, floats.data + count);
-        return cache;
-    }
-    cache.halves.resize(count);
-    for (std::size_t k = 0; k < count; ++k)
-        cache.halves[k] = type == KvDtype::bf16 ? bfloat16_bits(floats.data[k]) : float16_bits(floats.data[k]);
-    return cache;
-}
-
-std::string to_string(KvDtype type) {
-    switch (type) {
-        case KvDtype::f32: return "f32";
-        case KvDtype::bf16: return "bf16";
-        case KvDtype::f16: return "f16";
-    }
-    return "?";
-}
-
-KvDtype kv_dtype_from_string(const std::string& name) {
-    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
-        if (to_string(type) == name) return type;
-    throw std::invalid_argument("kv dtype \"" + name + "\": the choices are f32, bf16 and f16");
 }
 
 namespace {

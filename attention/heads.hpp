@@ -73,15 +73,16 @@ struct Cache {
     CacheView view() const;
 };
 Cache to_cache(const HeadsView& floats, KvDtype type);
+// A cache's values as floats: each element the value its bits hold (attention/cache.cpp).
+Heads to_floats(const CacheView& cache);
 
 // The same call with the keys and values read from a cache of any type: each cached element is the
 // value its bits hold, and everything else is the float call's (masks, causal, GQA, scale, threads,
 // budget). K and V must have the same type. Backend::fused runs the decode kernel (simd/decode.cpp:
 // the keys split into blocks, their softmaxes merged) for every 16-bit cache, and for a float cache
-// when a key/value head serves fewer query rows (G·L) than one strip of the fused kernel's
-// register tile holds (simd::MR; attention/heads.cpp says why); the other backends
-// widen a 16-bit head to floats and run their chain, so Backend::naive is the reference. A 16-bit
-// cache has no backward: keep_for_backward needs an f32 cache.
+// whose query heads have one or two rows each (L < simd::MR / 2; attention/heads.cpp says why); the
+// other backends widen a 16-bit cache to floats and run their chain, so Backend::naive is the
+// reference. A 16-bit cache has no backward: keep_for_backward needs an f32 cache.
 HeadsResult scaled_dot_product_attention(const HeadsView& Q, const CacheView& K, const CacheView& V,
                                          const AttentionOptions& options = {});
 

@@ -198,6 +198,21 @@ TEST_CASE("the cache's type by name, and back", "[decode]") {
                       Catch::Contains("fp8") && Catch::Contains("f32, bf16 and f16"));
 }
 
+TEST_CASE("a cache made from floats reads back as the floats rounded to its type", "[decode]") {
+    std::mt19937 rng(571);
+    const Heads X = random_heads({2, 3, 5, 7}, rng, 100.0f);
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16}) {
+        const attn::Cache cache = attn::to_cache(X.view(), type);
+        CHECK(cache.view().shape.heads == 3);
+        CHECK(cache.view().type == type);
+        const Heads back = attn::to_floats(cache.view());
+        CHECK(back.values == values_of(cache).values);
+        if (type == KvDtype::f32) CHECK(back.values == X.values);
+        else check_close(back.values, X.values, 0.0, type == KvDtype::bf16 ? 0x1p-8 : 0x1p-11);
+    }
+    CHECK_THROWS_WITH(attn::to_cache({nullptr, {1, 1, 2, 2}}, KvDtype::bf16), Catch::Contains("have no data"));
+}
+
 TEST_CASE("a 16-bit cache on the naive backend is the float chain on the values its bits hold", "[decode]") {
     std::mt19937 rng(562);
     const Heads Q = random_heads({2, 4, 3, 16}, rng), K = random_heads({2, 2, 37, 16}, rng),
@@ -309,8 +324,8 @@ TEST_CASE("the decode kernel gives the same bits for 1 and 2 threads and for hea
 }
 
 TEST_CASE("grouped and multi-query heads, L = 1 to 4, causal and any S, match the float64 model", "[decode][gqa]") {
-    // Backend::fused decodes every 16-bit cache and float caches of fewer than 6 rows per key/value
-    // head; each is checked against the model on the values the cache holds (float32 rounding only).
+    // Backend::fused decodes every 16-bit cache and float caches of 1 or 2 rows per query head (the
+    // others run the fused kernel); each is checked against the model on the values the cache holds.
     std::mt19937 rng(566);
     struct Heads_ {
         std::size_t H, H_kv;
@@ -379,7 +394,7 @@ TEST_CASE("a float cache decoded keeps the log-sum-exp the fused backward needs"
     const Heads Q = random_heads({1, 4, 1, 16}, rng), K = random_heads({1, 2, 300, 16}, rng),
                 V = random_heads({1, 2, 300, 8}, rng), dO = random_heads({1, 4, 1, 8}, rng);
     const attn::AttentionOptions fused{.backend = Backend::fused, .keep_for_backward = true};
-    const auto forward = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), fused);  // G·L = 2: decoded
+    const auto forward = attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), fused);  // L = 1: decoded
     const auto grads =
         attn::scaled_dot_product_attention_backward(Q.view(), K.view(), V.view(), forward, dO.view(), fused);
     const attn::AttentionOptions naive{.backend = Backend::naive, .keep_for_backward = true};
