@@ -53,8 +53,9 @@ struct Blocking {
     // thread and merged after. Fixed, never from the thread count, so that the blocks, and with them
     // the bits of the result, are the same for any team. 256 keys: a block's scores for the 4 query
     // rows of a group take 4 KiB (32 KiB at 32 rows), in L1 or L2 with room to spare, and the
-    // (m, ℓ, o) it leaves for the merge, a row of d_v + 2 floats per query row, is under 1% of the
-    // 2·256 cached rows it reads; a cache of S = 4096 keys is 16 blocks a head, enough to share.
+    // (m, ℓ, o) it leaves for the merge, d_v + 2 floats per query row, is small beside the 2·256
+    // cached rows it reads (under 1% for those 4 rows); a cache of S = 4096 keys is 16 blocks a
+    // head, enough to share out.
     std::size_t decode_keys = 256;
 };
 

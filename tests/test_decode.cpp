@@ -213,7 +213,7 @@ TEST_CASE("a cache made from floats reads back as the floats rounded to its type
     CHECK_THROWS_WITH(attn::to_cache({nullptr, {1, 1, 2, 2}}, KvDtype::bf16), Catch::Contains("have no data"));
 }
 
-TEST_CASE("a 16-bit cache on the naive backend is the float chain on the values its bits hold", "[decode]") {
+TEST_CASE("a cache of any type, on every backend, is the naive chain on the values its bits hold", "[decode]") {
     std::mt19937 rng(562);
     const Heads Q = random_heads({2, 4, 3, 16}, rng), K = random_heads({2, 2, 37, 16}, rng),
                 V = random_heads({2, 2, 37, 8}, rng);
