@@ -27,6 +27,12 @@ Dtype parse_dtype(const std::string& v, const std::string& command) {
     throw UsageError(command + ": --dtype must be f32 or bf16, got '" + v + "'");
 }
 
+KvDtype parse_kv_dtype(const std::string& v, const std::string& command) {
+    for (KvDtype d : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        if (v == to_string(d)) return d;
+    throw UsageError(command + ": --kv-dtype must be f32, bf16 or f16, got '" + v + "'");
+}
+
 Lang parse_lang(const std::string& v, const std::string& command) {
     if (v != "en" && v != "zh") throw UsageError(command + ": --lang must be en or zh, got '" + v + "'");
     return v == "zh" ? Lang::zh : Lang::en;

@@ -37,10 +37,11 @@ inline bool option_value(std::span<const std::string> args, std::size_t& i, cons
 void reject_repeated(std::set<std::string>& seen, const std::string& arg, const std::string& command);
 
 // Option values shared by the subcommands; `command` names the subcommand in the error message.
-Scale parse_scale(const std::string& value, const std::string& command);      // sqrt | dk | none
-Backend parse_backend(const std::string& value, const std::string& command);  // naive | simd | parallel | fused
-Dtype parse_dtype(const std::string& value, const std::string& command);      // f32 | bf16
-int parse_precision(const std::string& value, const std::string& command);    // 0 … 8
-Lang parse_lang(const std::string& value, const std::string& command);        // en | zh
+Scale parse_scale(const std::string& value, const std::string& command);       // sqrt | dk | none
+Backend parse_backend(const std::string& value, const std::string& command);   // naive | simd | parallel | fused
+Dtype parse_dtype(const std::string& value, const std::string& command);       // f32 | bf16
+KvDtype parse_kv_dtype(const std::string& value, const std::string& command);  // f32 | bf16 | f16
+int parse_precision(const std::string& value, const std::string& command);     // 0 … 8
+Lang parse_lang(const std::string& value, const std::string& command);         // en | zh
 
 }  // namespace attn::cli

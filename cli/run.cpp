@@ -55,6 +55,10 @@ Options:
                             which kernels compute the steps (default parallel); fused never forms α
   --dtype f32|bf16          the products' operands in float32 (default) or rounded to bfloat16 and
                             summed in float32 (--backend fused only; no --grad-output)
+  --kv-dtype f32|bf16|f16   K and V, once read, kept in a key/value cache of this type (--q/--k/--v
+                            only): float32, or rounded to bfloat16 or float16, half the bytes to
+                            read; Q and O stay float32; every backend reads it (fused in place);
+                            no --grad-output with bf16 or f16
   --torch-weights           weights are PyTorch nn.Linear weights (d_k × d_model): transpose them
   --grad-output DO          the gradient ∂L/∂O of some loss (the output's shape): run the backward
                             too, and print (or, with --out, write) the gradients of Q, K and V, and
@@ -73,6 +77,7 @@ Options:
 
 struct RunOptions {
     std::optional<std::string> x, wq, wk, wv, q, k, v, grad_output, mask, out;
+    std::optional<KvDtype> kv_dtype;  // --kv-dtype: K and V rounded into a cache of this type
     AttentionOptions attention{.causal = false, .scale = Scale::sqrt_dk, .backend = Backend::parallel};
     ReadOptions read;
     bool torch_weights = false, time = false, help = false;
@@ -124,6 +129,7 @@ RunOptions parse(std::span<const std::string> args) {
         else if (option_value(args, i, "--scale", v, "run")) o.attention.scale = parse_scale(v, "run");
         else if (option_value(args, i, "--backend", v, "run")) o.attention.backend = parse_backend(v, "run");
         else if (option_value(args, i, "--dtype", v, "run")) o.attention.dtype = parse_dtype(v, "run");
+        else if (option_value(args, i, "--kv-dtype", v, "run")) o.kv_dtype = parse_kv_dtype(v, "run");
         else if (option_value(args, i, "--max-memory", v, "run")) o.read.max_bytes = parse_memory(v);
         else if (option_value(args, i, "--precision", v, "run")) o.precision = parse_precision(v, "run");
         else throw UsageError("run: unknown option '" + args[i] + "' (see attn run --help)");
@@ -138,6 +144,11 @@ RunOptions parse(std::span<const std::string> args) {
     if (!layer && !core) throw UsageError("run: no input given (see attn run --help)");
     if (layer && o.mask)
         throw UsageError("run: --mask applies to the scores of --q/--k/--v, not to the --x layer form");
+    if (layer && o.kv_dtype)
+        throw UsageError("run: --kv-dtype applies to the keys and values of --q/--k/--v, not to the --x layer form");
+    if (o.kv_dtype && *o.kv_dtype != KvDtype::f32 && o.grad_output)
+        throw UsageError("run: --kv-dtype " + to_string(*o.kv_dtype) +
+                         " has no backward (a 16-bit key/value cache): --grad-output needs --kv-dtype f32 or none");
     if (core && o.torch_weights) throw UsageError("run: --torch-weights applies to --wq/--wk/--wv, not to --q/--k/--v");
     if (o.out && o.out->empty()) throw UsageError("run: --out needs a directory name, got an empty one");
     return o;
@@ -367,23 +378,43 @@ Results compute_matrices(std::vector<Array> read, const RunOptions& o, const Att
     return r;
 }
 
-// A 3-D (H, L, E) or 4-D (B, H, L, E) array as the library's heads (B = 1 for 3-D), and back.
+// A 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E) array as the library's heads (B = 1, and H = 1
+// for 2-D), and back.
 HeadsView heads_view(const Array& a) {
-    const Shape& s = a.shape;
-    return {a.values.data(), s.size() == 3 ? HeadsShape{1, s[0], s[1], s[2]} : HeadsShape{s[0], s[1], s[2], s[3]}};
+    Shape s = a.shape;
+    s.insert(s.begin(), 4 - s.size(), 1);
+    return {a.values.data(), {s[0], s[1], s[2], s[3]}};
 }
 Result heads_result(const char* file, std::string heading, Heads heads, std::size_t rank) {
     const HeadsShape& s = heads.shape;
-    Shape shape = rank == 3 ? Shape{s.heads, s.rows, s.cols} : Shape{s.batch, s.heads, s.rows, s.cols};
-    return {file, std::move(heading), std::move(heads.values), std::move(shape)};
+    const Shape all{s.batch, s.heads, s.rows, s.cols};
+    return {file, std::move(heading), std::move(heads.values), Shape(all.end() - rank, all.end())};
 }
 
-// Steps 3–6 for every head, in one call (and the backward's, with --grad-output), on 3-D or 4-D files.
+// The bytes a key/value cache of this type takes for each value.
+std::uint64_t bytes_per_value(KvDtype type) { return type == KvDtype::f32 ? sizeof(float) : 2; }
+
+// The forward with --kv-dtype: K and V rounded into caches of that type (charged to the budget
+// first), which the library then reads.
+HeadsResult cached_forward(const HeadsView& Q, const HeadsView& K, const HeadsView& V, KvDtype type,
+                           const AttentionOptions& options) {
+    for (const auto& [name, floats] : {std::pair{"K", &K}, std::pair{"V", &V}}) {
+        const HeadsShape& s = floats->shape;
+        options.budget->charge(s.batch * s.heads * s.rows * s.cols * bytes_per_value(type),
+                               std::string(name) + " cached as " + to_string(type) + " (" + shape_string(s) + ")");
+    }
+    const Cache k = to_cache(K, type), v = to_cache(V, type);
+    return scaled_dot_product_attention(Q, k.view(), v.view(), options);
+}
+
+// Steps 3–6 for every head, in one call (and the backward's, with --grad-output), on 3-D or 4-D files,
+// or on any with --kv-dtype.
 Results compute_heads(const std::vector<Array>& read, const RunOptions& o, AttentionOptions options) {
     const std::size_t rank = read[0].shape.size();
     const HeadsView Q = heads_view(read[0]), K = heads_view(read[1]), V = heads_view(read[2]);
     options.keep_for_backward = o.grad_output.has_value();
-    HeadsResult forward = scaled_dot_product_attention(Q, K, V, options);
+    HeadsResult forward =
+        o.kv_dtype ? cached_forward(Q, K, V, *o.kv_dtype, options) : scaled_dot_product_attention(Q, K, V, options);
     std::optional<HeadsGradients> g;
     if (o.grad_output) g = scaled_dot_product_attention_backward(Q, K, V, forward, heads_view(read[3]), options);
     Results r;
@@ -405,7 +436,7 @@ Results compute(std::vector<Array> read, const FileNames& files, const RunOption
     options.budget = &budget;
     options.names = files.operands();
     options.mask = mask;
-    if (read[0].shape.size() == 2) return compute_matrices(std::move(read), o, options, budget);
+    if (read[0].shape.size() == 2 && !o.kv_dtype) return compute_matrices(std::move(read), o, options, budget);
     return compute_heads(read, o, options);
 }
 
@@ -424,9 +455,9 @@ std::string in_words(const std::string& operand, const Shape& s) {
     return words + counted(s[s.size() - 2], "token", "tokens") + " × " + std::to_string(s.back());
 }
 
-// One short line per file ("Q q.npy: 8 heads × 16 tokens × 64"), the mask's broadcast, and the
-// grouping of the heads when key/value heads are shared.
-std::string understood(const FileNames& files, const std::vector<Array>& arrays) {
+// One short line per file ("Q q.npy: 8 heads × 16 tokens × 64"), the mask's broadcast, the grouping
+// of the heads when key/value heads are shared, and the key/value cache's type with --kv-dtype.
+std::string understood(const FileNames& files, const std::vector<Array>& arrays, std::optional<KvDtype> kv_dtype) {
     std::string text;
     const auto& names = files.in_order();
     for (std::size_t k = 0; k < names.size(); ++k) {
@@ -445,6 +476,9 @@ std::string understood(const FileNames& files, const std::vector<Array>& arrays)
             text += counted(heads, "query head", "query heads") + " share " +
                     counted(kv_heads, "key/value head", "key/value heads") + "\n";
     }
+    if (kv_dtype)
+        text += "K and V cached as " + to_string(*kv_dtype) + ", " + std::to_string(bytes_per_value(*kv_dtype)) +
+                " bytes a value (Q and O float32)\n";
     return text;
 }
 
@@ -543,7 +577,7 @@ int run_command(std::span<const std::string> args) {
     check_operands(files, read);
     const std::optional<ScoreMask> mask =
         o.mask ? std::optional(score_mask(read.back(), *o.mask, scores_shape(read))) : std::nullopt;
-    const std::string shapes = understood(files, read);
+    const std::string shapes = understood(files, read, o.kv_dtype);
     clock.lap("read");
     Results results;
     try {

@@ -11,7 +11,9 @@
 //
 // scaled_dot_product_attention takes PyTorch's arguments with PyTorch's meaning: (N..., H, L, E)
 // arrays whose leading dimensions N... become the library's batch B, and attn_mask as a ScoreMask
-// over NumPy's broadcast view of it.
+// over NumPy's broadcast view of it. Its key and value are a key/value cache (CacheView): a float16
+// array or a bfloat16 tensor is read in place as a 16-bit cache, and kv_dtype rounds float keys and
+// values into one (attn::to_cache).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -214,44 +216,151 @@ py::object walk(const std::string& lang, const std::string& scale, bool causal, 
 
 const std::string sdpa = "scaled_dot_product_attention: ";  // how its messages begin
 
+// kv_dtype=None: the key and value arrays' own type; else a KvDtype's name.
+std::optional<attn::KvDtype> kv_dtype_named(const std::optional<std::string>& name) {
+    if (!name) return std::nullopt;
+    try {
+        return attn::kv_dtype_from_string(*name);
+    } catch (const std::invalid_argument& e) {
+        throw py::value_error(sdpa + e.what() + " (or None: the key and value arrays' own type)");
+    }
+}
+
 std::string shape_text(const py::handle& a) { return py::str(a.attr("shape")); }  // "(2, 8, 16, 64)"
 
-// Anything array-like as a NumPy array, without a copy where none is needed: whatever np.asarray
-// takes (NumPy arrays, the buffer protocol, __array__ as a torch CPU tensor has), else DLPack.
-py::array array_of(const py::handle& x, const std::string& name) {
+// Anything array-like as NumPy reads it, without a copy where none is needed: whatever np.asarray
+// takes (NumPy arrays, the buffer protocol, __array__ as a torch CPU tensor has), else DLPack; none
+// when NumPy cannot read it (not an array, or a type NumPy lacks, such as bfloat16).
+py::object numpy_view(const py::handle& x) {
     const py::module_ np = py::module_::import("numpy");
-    py::object a;
-    try {
-        a = np.attr("asarray")(x);
-    } catch (const py::error_already_set&) {}
-    const auto kind = [&] { return a ? a.attr("dtype").attr("kind").cast<std::string>() : std::string(); };
-    if ((!a || kind() == "O") && py::hasattr(x, "__dlpack__")) a = np.attr("from_dlpack")(x);
-    if (kind().empty() || std::string("biuf").find(kind()) == std::string::npos)
+    const auto read_by = [&](const char* how) {
+        try {
+            py::object a = np.attr(how)(x);
+            if (a.attr("dtype").attr("kind").cast<std::string>() != "O") return a;
+        } catch (const py::error_already_set&) {}
+        return py::object();
+    };
+    if (py::object a = read_by("asarray")) return a;
+    return py::hasattr(x, "__dlpack__") ? read_by("from_dlpack") : py::object();
+}
+
+// What numpy_view(x) gave, when it is an array of numbers.
+py::array numbers(const py::object& a, const py::handle& x, const std::string& name) {
+    const std::string kind = a ? a.attr("dtype").attr("kind").cast<std::string>() : std::string();
+    if (kind.empty() || std::string("biuf").find(kind) == std::string::npos)
         throw py::value_error(sdpa + name +
                               " must be an array of numbers (NumPy, the buffer protocol or DLPack), got " +
                               std::string(py::str(py::type::of(x).attr("__name__"))));
     return a;
 }
 
+py::array array_of(const py::handle& x, const std::string& name) { return numbers(numpy_view(x), x, name); }
+
 // An operand (N..., H, rows, cols) read as heads: its leading dimensions N... are the batch, merged
-// into one B; with only rows and columns it is a single head.
+// into one B; with only rows and columns it is a single head. Queries and grad_output are float32;
+// keys and values are a cache of any KvDtype.
 struct Operand {
-    FloatArray array;
-    attn::HeadsView view;
-    std::vector<py::ssize_t> leading;  // N...
+    py::object owner;               // what view.data points into (an array, a DLPack capsule, a Cache)
+    std::vector<py::ssize_t> dims;  // the shape the caller gave
+    attn::CacheView view;           // (B, H, rows, cols) as the library reads it
+    std::vector<py::ssize_t> leading() const {
+        return {dims.begin(), dims.end() - std::min<py::ssize_t>(dims.size(), 3)};
+    }
+    attn::HeadsView floats() const { return {static_cast<const float*>(view.data), view.shape}; }  // an f32 operand
 };
 
-Operand operand(const py::handle& x, const std::string& name) {
-    const FloatArray a = FloatArray::ensure(array_of(x, name));
-    const py::ssize_t rank = a.ndim();
+std::string shape_text(const std::vector<py::ssize_t>& dims) { return py::str(py::tuple(py::cast(dims))); }
+
+Operand shaped(py::object owner, std::vector<py::ssize_t> dims, const void* data, attn::KvDtype type,
+               const std::string& name) {
+    const std::size_t rank = dims.size();
     if (rank < 2)
         throw py::value_error(sdpa + name + " must have at least 2 dimensions (..., L, E), got " + name + " " +
-                              shape_text(a));
-    const std::vector<py::ssize_t> leading(a.shape(), a.shape() + std::max<py::ssize_t>(rank - 3, 0));
+                              shape_text(dims));
     std::size_t batch = 1;
-    for (const py::ssize_t n : leading) batch *= std::size_t(n);
-    const std::size_t heads = rank >= 3 ? std::size_t(a.shape(rank - 3)) : 1;
-    return {a, {a.data(), {batch, heads, std::size_t(a.shape(rank - 2)), std::size_t(a.shape(rank - 1))}}, leading};
+    for (std::size_t i = 0; i + 3 < rank; ++i) batch *= std::size_t(dims[i]);
+    const std::size_t heads = rank >= 3 ? std::size_t(dims[rank - 3]) : 1;
+    const attn::HeadsShape shape{batch, heads, std::size_t(dims[rank - 2]), std::size_t(dims[rank - 1])};
+    return {std::move(owner), std::move(dims), attn::CacheView(data, shape, type)};
+}
+
+std::vector<py::ssize_t> dims_of(const py::array& a) { return {a.shape(), a.shape() + a.ndim()}; }
+
+// ---- 16-bit arrays: float16 through NumPy, bfloat16 (which NumPy has no type for) through DLPack ----
+
+// The start of a DLPack tensor, as the DLPack ABI lays it out (dlpack.h): what __dlpack__()'s capsule,
+// named "dltensor", points at. Only a CPU tensor of bfloat16 is read from it.
+struct DLPackTensor {
+    void* data;
+    std::int32_t device_type, device_id;  // device_type 1: the CPU
+    std::int32_t ndim;
+    std::uint8_t code, bits;  // code 4: bfloat
+    std::uint16_t lanes;
+    const std::int64_t* shape;
+    const std::int64_t* strides;  // in elements; null: C-contiguous
+    std::uint64_t byte_offset;
+};
+
+// A bfloat16 tensor offered through DLPack (torch.bfloat16 on the CPU), which NumPy cannot read, read
+// in place; none for any other object. The capsule is left unconsumed: when it goes, it releases the
+// tensor itself.
+std::optional<Operand> bfloat16_operand(const py::handle& x, const std::string& name) {
+    if (!py::hasattr(x, "__dlpack__")) return std::nullopt;
+    const py::capsule capsule = x.attr("__dlpack__")();
+    const auto* t = static_cast<const DLPackTensor*>(capsule.get_pointer());
+    if (t->code != 4 || t->bits != 16 || t->lanes != 1) return std::nullopt;
+    std::vector<py::ssize_t> dims(t->shape, t->shape + t->ndim);
+    if (t->device_type != 1)
+        throw py::value_error(sdpa + name + " " + shape_text(dims) + " is a bfloat16 tensor outside the CPU's memory");
+    std::int64_t expected = 1;  // C order: each axis steps over all the axes after it
+    for (std::int32_t i = t->ndim; t->strides && i-- > 0;) {
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            throw py::value_error(sdpa + name + " " + shape_text(dims) +
+                                  " is a bfloat16 tensor that is not C-contiguous: it is read in place, so pass " +
+                                  name + ".contiguous()");
+        expected *= t->shape[i];
+    }
+    const void* data = static_cast<const char*>(t->data) + t->byte_offset;
+    return shaped(py::make_tuple(x, capsule), std::move(dims), data, attn::KvDtype::bf16, name);
+}
+
+Operand operand(const py::handle& x, const std::string& name) {
+    const py::object view = numpy_view(x);
+    if (!view && bfloat16_operand(x, name))
+        throw py::value_error(sdpa + name + " is a bfloat16 tensor; only key and value may be 16-bit (a cache), " +
+                              name + " must be float32: pass " + name + ".float()");
+    const FloatArray a = FloatArray::ensure(numbers(view, x, name));
+    return shaped(a, dims_of(a), a.data(), attn::KvDtype::f32, name);
+}
+
+// A key or value array as the cache the library reads: a bfloat16 tensor or a float16 array in place
+// (their own type), anything else as float32 (converted as the other operands are); then, when
+// kv_dtype asks for a type, float keys and values rounded into it.
+Operand cache_operand(const py::handle& x, const std::string& name, std::optional<attn::KvDtype> kv_dtype) {
+    const py::object view = numpy_view(x);
+    std::optional<Operand> own = view ? std::nullopt : bfloat16_operand(x, name);
+    if (!own) {
+        const py::array a = numbers(view, x, name);
+        if (a.dtype().kind() == 'f' && a.itemsize() == 2) {
+            const py::array c = py::module_::import("numpy").attr("ascontiguousarray")(a);
+            own = shaped(c, dims_of(c), c.data(), attn::KvDtype::f16, name);
+        } else {
+            const FloatArray f = FloatArray::ensure(a);
+            own = shaped(f, dims_of(f), f.data(), attn::KvDtype::f32, name);
+        }
+    }
+    if (!kv_dtype || *kv_dtype == own->view.type) return *own;
+    if (own->view.type != attn::KvDtype::f32)
+        throw py::value_error(sdpa + name + " " + shape_text(own->dims) + " holds " + attn::to_string(own->view.type) +
+                              " numbers, and kv_dtype='" + attn::to_string(*kv_dtype) +
+                              "' asks for another type: a 16-bit array is read as it is (kv_dtype=None)");
+    auto* rounded = new attn::Cache();
+    const py::capsule owner(rounded, [](void* p) { delete static_cast<attn::Cache*>(p); });
+    {
+        py::gil_scoped_release unlocked;  // own->owner keeps the floats alive
+        *rounded = attn::to_cache(own->floats(), *kv_dtype);
+    }
+    return {owner, own->dims, rounded->view()};
 }
 
 // "query (2, 8, 16, 64), key (2, 2, 16, 64) and value (2, 2, 16, 32)"
@@ -261,7 +370,7 @@ std::string named_shapes(const std::vector<std::pair<std::string, const Operand*
         text += (i == 0                     ? ""
                  : i + 1 == operands.size() ? " and "
                                             : ", ") +
-                operands[i].first + " " + shape_text(operands[i].second->array);
+                operands[i].first + " " + shape_text(operands[i].second->dims);
     return text;
 }
 
@@ -269,9 +378,9 @@ std::string named_shapes(const std::vector<std::pair<std::string, const Operand*
 void check_same_batch(const std::vector<std::pair<std::string, const Operand*>>& operands) {
     const Operand& first = *operands.front().second;
     for (const auto& named : operands) {
-        if (named.second->array.ndim() != first.array.ndim())
+        if (named.second->dims.size() != first.dims.size())
             throw py::value_error(sdpa + named_shapes(operands) + " must have the same number of dimensions");
-        if (named.second->leading != first.leading)
+        if (named.second->leading() != first.leading())
             throw py::value_error(sdpa + named_shapes(operands) + " must have the same leading (batch) dimensions");
     }
 }
@@ -328,18 +437,18 @@ py::array compact_copy(const py::array& view, const std::vector<std::ptrdiff_t>&
 
 Mask score_mask(const py::handle& attn_mask, const Operand& q, const Operand& k) {
     const py::array values = mask_values(attn_mask);
-    std::vector<py::ssize_t> target = q.leading;
-    if (q.array.ndim() >= 3) target.push_back(py::ssize_t(q.view.shape.heads));
+    std::vector<py::ssize_t> target = q.leading();
+    if (q.dims.size() >= 3) target.push_back(py::ssize_t(q.view.shape.heads));
     target.insert(target.end(), {py::ssize_t(q.view.shape.rows), py::ssize_t(k.view.shape.rows)});
     py::array view;
     try {
         view = py::module_::import("numpy").attr("broadcast_to")(values, py::tuple(py::cast(target)));
     } catch (const py::error_already_set&) {
         throw py::value_error(sdpa + "attn_mask " + shape_text(values) + " cannot be broadcast to (N..., H, L, S) = " +
-                              std::string(py::str(py::tuple(py::cast(target)))) + " of query " + shape_text(q.array) +
-                              " and key " + shape_text(k.array));
+                              std::string(py::str(py::tuple(py::cast(target)))) + " of query " + shape_text(q.dims) +
+                              " and key " + shape_text(k.dims));
     }
-    const std::size_t batch_axes = q.leading.size();
+    const std::size_t batch_axes = q.leading().size();
     auto strides = element_strides(view);
     auto batch_stride = strides ? merged_stride(view, *strides, batch_axes) : std::nullopt;
     if (!batch_stride) {
@@ -354,7 +463,7 @@ Mask score_mask(const py::handle& attn_mask, const Operand& q, const Operand& k)
     mask.kind = view.dtype().kind() == 'b' ? attn::ScoreMask::Kind::boolean : attn::ScoreMask::Kind::additive;
     mask.data = view.data();
     mask.batch_stride = *batch_stride;
-    mask.head_stride = q.array.ndim() >= 3 ? axis(3) : 0;
+    mask.head_stride = q.dims.size() >= 3 ? axis(3) : 0;
     mask.row_stride = axis(2);
     mask.col_stride = axis(1);
     return {view, mask};
@@ -376,12 +485,14 @@ struct HeadsCall {
 
     HeadsCall(const py::object& query, const py::object& key, const py::object& value, const py::object& attn_mask,
               bool is_causal, std::optional<float> scale, bool enable_gqa, const std::string& backend,
-              std::optional<int> threads)
-        : q(operand(query, "query")), k(operand(key, "key")), v(operand(value, "value")) {
+              std::optional<int> threads, std::optional<attn::KvDtype> kv_dtype = std::nullopt)
+        : q(operand(query, "query")),
+          k(cache_operand(key, "key", kv_dtype)),
+          v(cache_operand(value, "value", kv_dtype)) {
         check_same_batch({{"query", &q}, {"key", &k}, {"value", &v}});
         if (q.view.shape.heads != k.view.shape.heads && !enable_gqa)
-            throw py::value_error(sdpa + "query " + shape_text(q.array) + " has " + std::to_string(q.view.shape.heads) +
-                                  " heads and key " + shape_text(k.array) + " " + std::to_string(k.view.shape.heads) +
+            throw py::value_error(sdpa + "query " + shape_text(q.dims) + " has " + std::to_string(q.view.shape.heads) +
+                                  " heads and key " + shape_text(k.dims) + " " + std::to_string(k.view.shape.heads) +
                                   ": different head counts need enable_gqa=True (grouped-query attention)");
         if (is_causal && !attn_mask.is_none())
             throw py::value_error(sdpa +
@@ -397,8 +508,8 @@ struct HeadsCall {
 
     // Heads the library computed, as an array of the operands' rank: (N..., heads, rows, cols).
     py::array_t<float> as_array(attn::Heads&& h) const {
-        std::vector<py::ssize_t> shape = q.leading;
-        if (q.array.ndim() >= 3) shape.push_back(py::ssize_t(h.shape.heads));
+        std::vector<py::ssize_t> shape = q.leading();
+        if (q.dims.size() >= 3) shape.push_back(py::ssize_t(h.shape.heads));
         shape.insert(shape.end(), {py::ssize_t(h.shape.rows), py::ssize_t(h.shape.cols)});
         return to_numpy(std::move(h.values), shape);
     }
@@ -413,12 +524,14 @@ void refuse_dropout(double dropout_p) {
 py::array_t<float> scaled_dot_product_attention(const py::object& query, const py::object& key, const py::object& value,
                                                 const py::object& attn_mask, double dropout_p, bool is_causal,
                                                 std::optional<float> scale, bool enable_gqa, const std::string& backend,
-                                                const std::string& dtype, std::optional<int> threads) {
+                                                const std::string& dtype, std::optional<int> threads,
+                                                const std::optional<std::string>& kv_dtype) {
     refuse_dropout(dropout_p);
-    HeadsCall call(query, key, value, attn_mask, is_causal, scale, enable_gqa, backend, threads);
+    HeadsCall call(query, key, value, attn_mask, is_causal, scale, enable_gqa, backend, threads,
+                   kv_dtype_named(kv_dtype));
     call.options.dtype = dtype_named(dtype);
     attn::HeadsResult r = refusals_as_value_error(
-        [&] { return attn::scaled_dot_product_attention(call.q.view, call.k.view, call.v.view, call.options); });
+        [&] { return attn::scaled_dot_product_attention(call.q.floats(), call.k.view, call.v.view, call.options); });
     return call.as_array(std::move(r.output));
 }
 
@@ -427,14 +540,19 @@ py::tuple scaled_dot_product_attention_backward(const py::object& query, const p
                                                 bool is_causal, std::optional<float> scale, bool enable_gqa,
                                                 const std::string& backend, std::optional<int> threads) {
     HeadsCall call(query, key, value, attn_mask, is_causal, scale, enable_gqa, backend, threads);
+    for (const auto& [name, cache] : {std::pair{"key", &call.k}, std::pair{"value", &call.v}})
+        if (cache->view.type != attn::KvDtype::f32)
+            throw py::value_error("scaled_dot_product_attention_backward: " + std::string(name) + " " +
+                                  shape_text(cache->dims) + " holds " + attn::to_string(cache->view.type) +
+                                  " numbers: a 16-bit key/value cache has no backward; pass float32 keys and values");
     const Operand dO = operand(grad_output, "grad_output");
     check_same_batch({{"query", &call.q}, {"grad_output", &dO}});
     call.options.keep_for_backward = true;
     attn::HeadsGradients g = refusals_as_value_error([&] {
         const attn::HeadsResult forward =
-            attn::scaled_dot_product_attention(call.q.view, call.k.view, call.v.view, call.options);
-        return attn::scaled_dot_product_attention_backward(call.q.view, call.k.view, call.v.view, forward, dO.view,
-                                                           call.options);
+            attn::scaled_dot_product_attention(call.q.floats(), call.k.floats(), call.v.floats(), call.options);
+        return attn::scaled_dot_product_attention_backward(call.q.floats(), call.k.floats(), call.v.floats(), forward,
+                                                           dO.floats(), call.options);
     });
     return py::make_tuple(call.as_array(std::move(g.dQ)), call.as_array(std::move(g.dK)),
                           call.as_array(std::move(g.dV)));
@@ -454,6 +572,10 @@ py::dict build_info() {
     d["cpu"] = b.cpu;
     d["caches"] = b.caches;
     d["blocks"] = b.blocks;
+    py::list kv_dtypes;  // what kv_dtype= takes
+    for (const attn::KvDtype type : {attn::KvDtype::f32, attn::KvDtype::bf16, attn::KvDtype::f16})
+        kv_dtypes.append(attn::to_string(type));
+    d["kv_dtypes"] = kv_dtypes;
     return d;
 }
 
@@ -496,16 +618,17 @@ PYBIND11_MODULE(attention_cpp, m) {
         "learn_defaults", [] { return parsed(attn::lesson::learn_defaults_json()); },
         "attn learn's defaults as a dict: task, steps, lr (Adam's step size) and seed.");
     m.def(
-        "_read_address", [](const py::object& A) { return std::uintptr_t(operand(A, "A").view.data); }, "A"_a,
-        "For the tests: the address at which the library reads A, any array of at least 2 dimensions (A's own "
-        "buffer when it is a C-contiguous float32 array).");
+        "_read_address",
+        [](const py::object& A) { return std::uintptr_t(cache_operand(A, "A", std::nullopt).view.data); }, "A"_a,
+        "For the tests: the address at which the library reads A as a key or value, any array of at least 2 "
+        "dimensions (A's own buffer when it is a C-contiguous float32 or float16 array or a bfloat16 tensor).");
     const auto none = py::none();
     const auto no_scale = std::optional<float>();
     const auto every_core = std::optional<int>();
     m.def(
         "scaled_dot_product_attention", &scaled_dot_product_attention, "query"_a, "key"_a, "value"_a,
         "attn_mask"_a = none, "dropout_p"_a = 0.0, "is_causal"_a = false, "scale"_a = no_scale, "enable_gqa"_a = false,
-        py::kw_only(), "backend"_a = "fused", "dtype"_a = "f32", "threads"_a = every_core,
+        py::kw_only(), "backend"_a = "fused", "dtype"_a = "f32", "threads"_a = every_core, "kv_dtype"_a = none,
         "torch.nn.functional.scaled_dot_product_attention's arguments and meaning, every head by the lesson's chain.\n"
         "query (N..., H, L, E), key (N..., H_kv, S, E), value (N..., H_kv, S, E_v), any number of leading\n"
         "dimensions N... (the same for all three; 2-D arrays are one head); returns (N..., H, L, E_v) float32.\n"
@@ -514,12 +637,21 @@ PYBIND11_MODULE(attention_cpp, m) {
         "is_causal: query i sees keys j ≤ i (top-left, also for L ≠ S); not together with attn_mask.\n"
         "A query no key may attend gets 0. scale: None = 1/√E. dropout_p must be 0 (no dropout here).\n"
         "Arrays: NumPy, the buffer protocol or DLPack (torch CPU tensors as they are).\n"
-        "threads: None = every core this process may use (OMP_NUM_THREADS when set), whatever torch set.");
+        "threads: None = every core this process may use (OMP_NUM_THREADS when set), whatever torch set.\n"
+        "kv_dtype: the type key and value are read in, a key/value cache (build_info()['kv_dtypes']):\n"
+        "None = their own: a float16 array (NumPy) is an f16 cache and a torch.bfloat16 CPU tensor (DLPack)\n"
+        "a bf16 one, both read in place; any other array is converted to float32 (f32). 'f32', 'bf16' or\n"
+        "'f16': float keys and values are rounded into that type first, which costs a pass over the cache\n"
+        "on every call; pass a 16-bit array instead to keep the cache as it is (a 16-bit array with another\n"
+        "kv_dtype is refused). key and value must have the same type; queries stay float32. A 16-bit cache\n"
+        "has no backward.");
     m.def("scaled_dot_product_attention_backward", &scaled_dot_product_attention_backward, "query"_a, "key"_a,
           "value"_a, "grad_output"_a, "attn_mask"_a = none, "is_causal"_a = false, "scale"_a = no_scale,
           "enable_gqa"_a = false, py::kw_only(), "backend"_a = "fused", "threads"_a = every_core,
           "The forward and its backward in one call, with the forward's arguments: returns (dq, dk, dv) for\n"
-          "grad_output = ∂L/∂O (N..., H, L, E_v); a key/value head shared by a group of query heads gets their sum.");
+          "grad_output = ∂L/∂O (N..., H, L, E_v); a key/value head shared by a group of query heads gets their sum.\n"
+          "key and value must be float (a float16 array or bfloat16 tensor is a cache, which has no backward).");
     m.def("build_info", &build_info,
-          "What this build runs: instruction set, caches and block sizes; threads: what threads=None runs on.");
+          "What this build runs: instruction set, caches and block sizes; threads: what threads=None runs on;\n"
+          "kv_dtypes: the key/value cache types scaled_dot_product_attention's kv_dtype takes.");
 }

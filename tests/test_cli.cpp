@@ -12,6 +12,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/heads.hpp"
 #include "attention/worked_example.hpp"
 #include "check_close.hpp"
 #include "io/io.hpp"
@@ -798,4 +799,78 @@ TEST_CASE("attn run refuses heads that do not fit together, with exit 2, the fil
     CHECK(widths.status == 2);
     CHECK_THAT(widths.err, Contains(dir.at("v6.npy") + " (1×2×6×3)"));
     CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("attn run --kv-dtype rounds K and V into the cache the library reads: its bits, on any backend",
+          "[cli][run][decode]") {
+    std::mt19937 rng(59);
+    const TempDir dir;
+    const std::size_t B = 1, H = 8, H_kv = 2, L = 1, S = 300, E = 16, E_v = 8;  // decoding: one query row, GQA
+    const attn::Matrix Q = random_matrix(B * H * L, E, rng), K = random_matrix(B * H_kv * S, E, rng),
+                       V = random_matrix(B * H_kv * S, E_v, rng);
+    const std::string files = "run --q " + nd_file(dir, "q.npy", Q, {B, H, L, E}) + " --k " +
+                              nd_file(dir, "k.npy", K, {B, H_kv, S, E}) + " --v " +
+                              nd_file(dir, "v.npy", V, {B, H_kv, S, E_v});
+    const attn::HeadsView q{Q.data(), {B, H, L, E}}, k{K.data(), {B, H_kv, S, E}}, v{V.data(), {B, H_kv, S, E_v}};
+    for (const std::string kv_dtype : {"f32", "bf16", "f16"}) {
+        const attn::KvDtype type = attn::kv_dtype_from_string(kv_dtype);
+        const attn::Cache k_cache = attn::to_cache(k, type), v_cache = attn::to_cache(v, type);
+        for (const attn::Backend backend : {attn::Backend::fused, attn::Backend::naive}) {
+            INFO(kv_dtype << " on the " << attn::to_string(backend) << " backend");
+            const std::string out = dir.at(kv_dtype + attn::to_string(backend));
+            const RunResult r = run_attn(files + " --kv-dtype " + kv_dtype + " --backend " + attn::to_string(backend) +
+                                         " --out " + out);
+            REQUIRE(r.status == 0);
+            CHECK_THAT(r.out, Contains("8 query heads share 2 key/value heads\nK and V cached as " + kv_dtype + ", " +
+                                       (kv_dtype == "f32" ? "4" : "2") + " bytes a value (Q and O float32)\n"));
+            const attn::HeadsResult want =
+                attn::scaled_dot_product_attention(q, k_cache.view(), v_cache.view(), {.backend = backend});
+            const attn::Array O = read_out(out, "output.npy");
+            CHECK(O.shape == attn::Shape{B, H, L, E_v});
+            CHECK(O.values == want.output.values);
+            if (kv_dtype != "f32")  // and the rounding shows
+                CHECK(O.values != attn::scaled_dot_product_attention(q, k, v, {.backend = backend}).output.values);
+        }
+    }
+    // 2-D files are one head
+    const attn::Matrix q2 = head(Q, 0, 1), k2 = head(K, 0, S), v2 = head(V, 0, S);
+    const RunResult one = run_attn("run --q " + dir.file("q2.npy", q2) + " --k " + dir.file("k2.npy", k2) + " --v " +
+                                   dir.file("v2.npy", v2) + " --kv-dtype bf16 --out " + dir.at("one"));
+    REQUIRE(one.status == 0);
+    const attn::Cache k_one = attn::to_cache({k2.data(), {1, 1, S, E}}, attn::KvDtype::bf16),
+                      v_one = attn::to_cache({v2.data(), {1, 1, S, E_v}}, attn::KvDtype::bf16);
+    const attn::Array O2 = read_out(dir.at("one"), "output.npy");
+    CHECK(O2.shape == attn::Shape{1, E_v});
+    CHECK(O2.values == attn::scaled_dot_product_attention({q2.data(), {1, 1, 1, E}}, k_one.view(), v_one.view(),
+                                                          {.backend = attn::Backend::parallel})
+                           .output.values);
+    CHECK_THAT(run_attn("run --help").out, Contains("--kv-dtype f32|bf16|f16"));
+}
+
+TEST_CASE("attn run --kv-dtype refuses what a cache cannot do, with exit 2 and nothing written",
+          "[cli][run][decode][errors]") {
+    std::mt19937 rng(60);
+    const TempDir dir;
+    const std::string q = nd_file(dir, "q.npy", random_matrix(4, 8, rng), {4, 1, 8}),
+                      k = nd_file(dir, "k.npy", random_matrix(2 * 300, 8, rng), {2, 300, 8}),
+                      m = dir.file("m.npy", random_matrix(8, 8, rng));
+    const std::string core = "run --q " + q + " --k " + k + " --v " + k, out = dir.at("out");
+    const auto check_refused = [&](const std::string& args, const std::string& message) {
+        INFO("attn " << args);
+        const RunResult r = run_attn(args + " --out " + out);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err == "attn: error: " + message + "\n");
+        CHECK_FALSE(std::filesystem::exists(out));
+    };
+    check_refused(core + " --kv-dtype f8", "run: --kv-dtype must be f32, bf16 or f16, got 'f8'");
+    check_refused(core + " --kv-dtype bf16 --grad-output " + q,
+                  "run: --kv-dtype bf16 has no backward (a 16-bit key/value cache): --grad-output needs --kv-dtype "
+                  "f32 or none");
+    check_refused("run --x " + m + " --wq " + m + " --wk " + m + " --wv " + m + " --kv-dtype f16",
+                  "run: --kv-dtype applies to the keys and values of --q/--k/--v, not to the --x layer form");
+    // the cache is charged to the budget after the files (4·8·4 + 2·2·300·8·4 bytes): 2·300·8·2 for K
+    check_refused(core + " --kv-dtype f16 --max-memory 40K",
+                  q + ", " + k + ", " + k + ": K cached as f16 (1×2×300×8) needs 9 KiB on top of 37 KiB already " +
+                      "taken, more than the --max-memory limit of 40 KiB");
 }

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kinds[] = {"step ", "steps ", "grad ", "grads ", "naive ", "fast ", "fused "};
+const char* const kinds[] = {"step ", "steps ", "grad ", "grads ", "naive ", "fast ", "fused ", "decode "};
 const fs::path root = fs::path(TESTS_DIR).parent_path();
 
 // What a shell command prints on standard output; it must exit 0.

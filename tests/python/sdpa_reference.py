@@ -125,3 +125,26 @@ def bf16_bound(query, key, value, attn_mask=None, is_causal=False, scale=None, e
     for j in range(k.shape[-2]):
         largest_v = np.maximum(largest_v, np.where(visible[..., j, None], np.abs(v[..., j, None, :]), 0.0))
     return largest_v * spread
+
+
+# A key/value cache's rounding (attn::to_cache): a number x is stored as x̂ with |x̂ − x| ≤ unit·|x| + floor.
+# bfloat16 keeps 8 significant bits and flushes what lies below 2⁻¹²⁶ to 0; float16 keeps 11, and
+# below 2⁻¹⁴ its subnormals step by 2⁻²⁴, so a number there moves by up to 2⁻²⁵ whatever its size.
+CACHE_ROUNDING = {"f32": (0.0, 0.0), "bf16": (BF16_UNIT, 2.0**-126), "f16": (2.0**-11, 2.0**-25)}
+
+
+def cache_bound(query, key, value, kv_dtype, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """How far forward() on the keys and values a kv_dtype cache holds may be from forward() on the
+    unrounded ones, element by element (tests/test_decode.cpp derives it). A score moves by at most
+    ε_ij = scale·Σ_p |q_ip|·(u·|k_jp| + η); with ε_i the largest over the keys row i sees, every weight
+    moves by a factor within e^(±2ε_i), and a value by u·|v_jc| + η, so
+        |Ô_ic − O_ic| ≤ (e^(2ε_i) − 1)·Σ_j α_ij·((1 + u)·|v_jc| + η) + Σ_j α_ij·(u·|v_jc| + η).
+    The float32 arithmetic of a kernel comes on top (magnitudes() on the rounded cache bounds it)."""
+    q, k, v = _heads(query, key, value, enable_gqa)
+    u, floor = CACHE_ROUNDING[kv_dtype]
+    _, weights = forward(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+    moves = factor_of(q, scale) * (u * np.abs(q) @ np.swapaxes(np.abs(k), -1, -2)
+                                   + floor * np.abs(q).sum(axis=-1, keepdims=True))
+    visible = np.isfinite(bias_of(q.shape[-2], k.shape[-2], attn_mask, is_causal))
+    largest = np.where(visible, moves, 0.0).max(axis=-1, keepdims=True)
+    return np.expm1(2 * largest) * (weights @ ((1 + u) * np.abs(v) + floor)) + weights @ (u * np.abs(v) + floor)
