@@ -53,8 +53,8 @@ ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attentio
          "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 10
          "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 11
          "python/attention_cpp.cpp"]                                                                 # 12
-MARKER = re.compile(r"\[((?:step|steps|grad|grads|naive|fast|fused) [^\]\n]*)\]")
-MARKER_LINE = re.compile(r"^\[((?:step|steps|naive|fast|fused) [^\]\n]*)\](.*)$")
+MARKER = re.compile(r"\[((?:step|steps|grad|grads|naive|fast|fused|decode) [^\]\n]*)\]")
+MARKER_LINE = re.compile(r"^\[((?:step|steps|naive|fast|fused|decode) [^\]\n]*)\](.*)$")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
 # The Markdown pages and the HTML page each becomes; index.html is the English lesson.
 PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
