@@ -75,6 +75,10 @@ namespace attn::simd::ATTN_ISA {
 namespace {
 
 constexpr float log2e = 1.44269504f;
+constexpr std::size_t prefetch_rows = 8;  // how far ahead prefetch_row asks, in cached rows
+
+template <Storage type>
+constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : sizeof(std::uint16_t);
 constexpr std::size_t pair_chunk = 2 * W;  // elements per chunk of the pair order
 
 using Buffer = ScratchBuffer;
@@ -90,8 +94,8 @@ struct Scratch {
         grow(scores, size.scores);
         if (size.rows == 0) return;  // a float cache: nothing converted
         grow(key, d_k);
-        grow(value, d_v);
-        grow(queries, size.rows - d_k - d_v);
+        grow(value, decode_value_tile * d_v);
+        grow(queries, size.rows - d_k - decode_value_tile * d_v);
     }
 };
 
@@ -150,6 +154,15 @@ void widen_row(const std::uint16_t* from, std::size_t n, float* to) {
     std::size_t k = 0;
     for (; k + pair_chunk <= n; k += pair_chunk) widen_chunk<type>(from + k, to + k, to + k + W);
     for (; k < n; ++k) to[k] = widened<type>(from[k]);
+}
+
+// Ask for the cache lines of row j of group g (n elements of `bytes` each) ahead of their use: the
+// unit reads its keys (then its values) as one stream, but spends long enough on each row that the
+// hardware prefetchers alone do not keep enough lines in flight (BM_decode).
+void prefetch_row(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t n, std::size_t bytes) {
+    if (j >= keys) return;
+    const char* row = static_cast<const char*>(cache) + (g * keys + j) * n * bytes;
+    for (std::size_t at = 0; at < n * bytes; at += 64) __builtin_prefetch(row + at);
 }
 
 // Row j of group g of a cache of n-wide rows, as floats in the kernel's order: a float cache's row in
@@ -226,24 +239,26 @@ void key_pass(const float* q, std::size_t d, const float* key, float* out, std::
     norm = tail_squares;
 }
 
-// Rows [0, N) of o gain weight_r·v: o_r ← o_r + w_r·v, reading v once; ‖v‖² into `norm`.
+// Rows [0, N) of o gain Σ_t w_rt·v_t over a tile of `count` value rows, o_r held in registers
+// across the tile: each W-wide piece of o is loaded and stored once a tile, not once a key, and
+// each value piece is loaded once for the N rows. Every element adds its keys in their order.
 template <std::size_t N>
-void value_pass(const float* weights, std::size_t weight_stride, const float* value, std::size_t d, float* o,
-                float& norm) {
-    Batch squares(0.0f);
+void value_tile(const float* weights, std::size_t weight_stride, const float* const* values, std::size_t count,
+                std::size_t d, float* o) {
     std::size_t k = 0;
     for (; k + W <= d; k += W) {
-        const Batch vc = Batch::load_unaligned(value + k);
-        squares = xsimd::fma(vc, vc, squares);
+        Batch acc[N];
+        for (std::size_t r = 0; r < N; ++r) acc[r] = Batch::load_unaligned(o + r * d + k);
+        for (std::size_t t = 0; t < count; ++t) {
+            const Batch v = Batch::load_unaligned(values[t] + k);
+            for (std::size_t r = 0; r < N; ++r) acc[r] = xsimd::fma(Batch(weights[r * weight_stride + t]), v, acc[r]);
+        }
+        for (std::size_t r = 0; r < N; ++r) acc[r].store_unaligned(o + r * d + k);
+    }
+    for (; k < d; ++k)
         for (std::size_t r = 0; r < N; ++r)
-            xsimd::fma(Batch(weights[r * weight_stride]), vc, Batch::load_unaligned(o + r * d + k))
-                .store_unaligned(o + r * d + k);
-    }
-    norm = xsimd::hadd(squares);
-    for (; k < d; ++k) {
-        norm = std::fma(value[k], value[k], norm);
-        for (std::size_t r = 0; r < N; ++r) o[r * d + k] = std::fma(weights[r * weight_stride], value[k], o[r * d + k]);
-    }
+            for (std::size_t t = 0; t < count; ++t)
+                o[r * d + k] = std::fma(weights[r * weight_stride + t], values[t][k], o[r * d + k]);
 }
 
 // pass<N>(r0) for the rows in passes of rows_per_pass, the last one shorter.
@@ -273,18 +288,21 @@ double checked_square(float fast, const float* x, std::size_t n) {
 template <Storage type>
 void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch& s) {
     const float factor = p.scale * log2e;
+    double largest = 0.0;  // kept here, stored once: units side by side share the cache line of u.norms
     for (std::size_t jj = 0; jj < u.count; ++jj) {
+        prefetch_row(p.K, u.g, p.keys, u.j0 + jj + prefetch_rows, p.d_k, element_bytes<type>);
         const float* key = cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data());
         float norm = 0.0f;
         in_passes(p.rows, [&](auto N, std::size_t r0) {
             key_pass<N>(q + r0 * p.d_k, p.d_k, key, s.scores.data() + r0 * u.count + jj, u.count, norm);
         });
-        u.norms[0] = larger(u.norms[0], checked_square(norm, key, p.d_k));  // for the caller's checks
+        largest = larger(largest, checked_square(norm, key, p.d_k));  // for the caller's checks
         for (std::size_t r = 0; r < p.rows; ++r) {
             float& score = s.scores[r * u.count + jj];
             score = jj < visible_keys(p, u, r) ? score * factor : neg_inf;
         }
     }
+    u.norms[0] = largest;
     if (!p.row_terms) return;
     for (std::size_t r = 0; r < p.rows; ++r) {
         const ScoreTerms& terms = p.row_terms[u.g * p.rows + r];
@@ -310,14 +328,20 @@ template <Storage type>
 void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     float* o = u.partial + 2 * p.rows;
     std::fill(o, o + p.rows * p.d_v, 0.0f);
-    for (std::size_t jj = 0; jj < u.count; ++jj) {
-        const float* value = cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data());
-        float norm = 0.0f;
+    double largest = 0.0;  // stored once, as block_scores does
+    const float* values[decode_value_tile];
+    for (std::size_t j0 = 0; j0 < u.count; j0 += decode_value_tile) {
+        const std::size_t count = std::min(decode_value_tile, u.count - j0);
+        for (std::size_t t = 0; t < count; ++t) {
+            prefetch_row(p.V, u.g, p.keys, u.j0 + j0 + t + prefetch_rows, p.d_v, element_bytes<type>);
+            values[t] = cached_row<type>(p.V, u.g, p.keys, u.j0 + j0 + t, p.d_v, s.value.data() + t * p.d_v);
+            largest = larger(largest, squared_norm(values[t], p.d_v));
+        }
         in_passes(p.rows, [&](auto N, std::size_t r0) {
-            value_pass<N>(s.scores.data() + r0 * u.count + jj, u.count, value, p.d_v, o + r0 * p.d_v, norm);
+            value_tile<N>(s.scores.data() + r0 * u.count + j0, u.count, values, count, p.d_v, o + r0 * p.d_v);
         });
-        u.norms[1] = larger(u.norms[1], checked_square(norm, value, p.d_v));
     }
+    u.norms[1] = largest;
 }
 
 // A block no row may see (causal): m_b = −∞, ℓ_b = 0, o_b = 0, and its rows read only for their norms.
@@ -325,12 +349,14 @@ template <Storage type>
 void unseen_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
     std::fill(u.partial, u.partial + p.rows, neg_inf);
     std::fill(u.partial + p.rows, u.partial + 2 * p.rows + p.rows * p.d_v, 0.0f);
+    double keys = 0.0, values = 0.0;  // stored once, as block_scores does
     for (std::size_t jj = 0; jj < u.count; ++jj) {
-        u.norms[0] =
-            larger(u.norms[0], squared_norm(cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data()), p.d_k));
-        u.norms[1] = larger(u.norms[1],
-                            squared_norm(cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data()), p.d_v));
+        keys = larger(keys, squared_norm(cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data()), p.d_k));
+        values =
+            larger(values, squared_norm(cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data()), p.d_v));
     }
+    u.norms[0] = keys;
+    u.norms[1] = values;
 }
 
 // One unit, start to finish, on one thread.
