@@ -12,7 +12,7 @@ library's GB/s of keys and values read, its share of the read bandwidth measured
 the same process (BM_read_bandwidth), its tokens per second, how many times faster it ran than the row
 it is compared with (a 16-bit cache: the float32 cache of the same S; two threads: one thread) and
 than each peer; its caption names the run and the roofline's ridge (BM_peak_fma over the bandwidth).
---targets: the issue's targets instead, each with its measured median and whether the median meets it.
+--targets: the speed targets instead, each with its measured median and whether the median meets it.
 Every figure is the median over the rounds with the lowest and highest beside it, in brackets; a
 share or a ratio is taken round by round before its median is taken, never as a ratio of two
 medians. A file that holds no decoding rounds renders one line saying so.
@@ -182,7 +182,7 @@ def markdown(data):
 
 
 def targets(data):
-    """The issue's targets on the recorded cases: (what, case, measure, column, bound)."""
+    """The speed targets on the recorded cases: (what, case, measure, column, bound)."""
     out = []
     for case in data["cases"]:
         kv, S, heads, kv_heads, _, threads = parse_case(case)

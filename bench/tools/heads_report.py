@@ -7,7 +7,7 @@
 
 Three tables in Markdown: GFLOP/s of every engine on every case, with this library's share of the FMA
 peak and how many times faster it runs than each peer; the peak resident memory of each engine's
-process; and the issue's targets, each with its measured median and whether the median meets it.
+process; and the speed targets, each with its measured median and whether the median meets it.
 Every figure is the median over the rounds with the lowest and highest beside it, in brackets. A
 share of the peak and a speed-up are taken round by round (the peak measured right before that
 round's case, the peer timed right after it) before their median is taken, never as a ratio of two
@@ -150,7 +150,7 @@ def memory_table(data, s, present):
     return "\n".join(lines)
 
 
-# The targets, on the cases of 32 heads with their own key/value heads, not causal, E = 128:
+# The speed targets, on the cases of 32 heads with their own key/value heads, not causal, E = 128:
 # (what, case, measure, column, bound, at most). measure "percent": share of the FMA peak; "speedup": this
 # library's rate ÷ the peer's in the same round; "beyond_operands": the process's peak memory less Q, K, V
 # and O, in MiB, which must stay below one head's L×S score matrix (the fused backend keeps none).
