@@ -334,7 +334,8 @@ void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
         const std::size_t count = std::min(decode_value_tile, u.count - j0);
         for (std::size_t t = 0; t < count; ++t) {
             prefetch_row(p.V, u.g, p.keys, u.j0 + j0 + t + prefetch_rows, p.d_v, element_bytes<type>);
-            values[t] = cached_row<type>(p.V, u.g, p.keys, u.j0 + j0 + t, p.d_v, s.value.data() + t * p.d_v);
+            values[t] = cached_row<type>(p.V, u.g, p.keys, u.j0 + j0 + t, p.d_v,
+                                         type == Storage::f32 ? nullptr : s.value.data() + t * p.d_v);  // f32: none
             largest = larger(largest, squared_norm(values[t], p.d_v));
         }
         in_passes(p.rows, [&](auto N, std::size_t r0) {
@@ -411,14 +412,23 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     }
     float* const results = partials.data();  // (a thread_local is not captured: each thread would see its own)
     double* const unit_norms = norms.data();
-    const bool team = decode_team(units, p.groups, p.rows, p.keys, p.d_k, p.d_v) > 1;
-    for_each_in_team(units, team ? threads : Threads::one, [&](std::size_t i) {
+    [[maybe_unused]] const std::size_t team_size =
+        threads == Threads::all ? decode_team(units, p.groups, p.rows, p.keys, p.d_k, p.d_v) : 1;
+    // An OpenMP loop written here, not simd::for_each_in_team: its std::function would put code
+    // compiled with this set's flags where the baseline's calls can reach it (check_isa_symbols).
+#pragma omp parallel if (team_size > 1) num_threads(int(team_size))
+    {
+        record_team_size();
         thread_local Scratch scratch;
         scratch.fit(size, p.d_k, p.d_v);
-        const std::size_t g = i / blocks, j0 = i % blocks * block;
-        attend_block<type>(p, {g, j0, std::min(block, p.keys - j0), results + i * unit_floats, unit_norms + 2 * i},
-                           scratch);
-    });
+#pragma omp for schedule(dynamic)
+        for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(units); ++i) {
+            const std::size_t g = std::size_t(i) / blocks, j0 = std::size_t(i) % blocks * block;
+            attend_block<type>(
+                p, {g, j0, std::min(block, p.keys - j0), results + std::size_t(i) * unit_floats, unit_norms + 2 * i},
+                scratch);
+        }
+    }
     for (std::size_t g = 0; g < p.groups; ++g)
         for (std::size_t r = 0; r < p.rows; ++r)
             merge_row<type>(p, results, blocks, unit_floats, g, r, results + units * unit_floats);
