@@ -1,26 +1,9 @@
 // matrix/bfloat16.cpp — rounding to bfloat16 with integer operations on the float's bits.
 #include "matrix/bfloat16.hpp"
 
-#include <cstring>
+#include "matrix/float_bits.hpp"
 
 namespace attn {
-
-namespace {
-
-// The float's bits and back (std::memcpy: the WebAssembly build's standard library has no std::bit_cast).
-std::uint32_t bits_of(float x) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    return bits;
-}
-
-float float_of(std::uint32_t bits) {
-    float x;
-    std::memcpy(&x, &bits, sizeof x);
-    return x;
-}
-
-}  // namespace
 
 std::uint16_t bfloat16_bits(float x) {
     const std::uint32_t bits = bits_of(x);

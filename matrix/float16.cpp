@@ -1,24 +1,11 @@
 // matrix/float16.cpp — rounding to float16 and back with integer operations on the float's bits.
 #include "matrix/float16.hpp"
 
-#include <cstring>
+#include "matrix/float_bits.hpp"
 
 namespace attn {
 
 namespace {
-
-// The float's bits and back (std::memcpy: the WebAssembly build's standard library has no std::bit_cast).
-std::uint32_t bits_of(float x) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    return bits;
-}
-
-float float_of(std::uint32_t bits) {
-    float x;
-    std::memcpy(&x, &bits, sizeof x);
-    return x;
-}
 
 // value >> shift (1 ≤ shift ≤ 31) rounded to the nearest integer, ties to the even one.
 std::uint32_t shift_right_to_nearest(std::uint32_t value, unsigned shift) {

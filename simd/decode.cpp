@@ -186,15 +186,6 @@ struct Unit {
 // The larger of a and b, a NaN winning: it is to be reported, never passed over.
 double larger(double a, double b) { return std::isnan(a) || a >= b ? a : b; }
 
-// ‖x‖², in float while that stays finite, else again in double (a square past FLT_MAX, ±∞ or NaN).
-double squared_norm(const float* x, std::size_t n) {
-    const float fast = dot(x, x, n);
-    if (std::isfinite(fast)) return fast;
-    double sum = 0.0;
-    for (std::size_t k = 0; k < n; ++k) sum += double(x[k]) * double(x[k]);
-    return sum;
-}
-
 // How many of the unit's keys row r may see: causal, keys up to its position; else all.
 std::size_t visible_keys(const DecodeProblem& p, const Unit& u, std::size_t r) {
     if (!p.causal) return u.count;
@@ -275,13 +266,16 @@ void in_passes(std::size_t rows, Pass&& pass) {
     }
 }
 
-// A float computed as ‖x‖² that overflowed (or met ±∞, NaN) summed again in double.
+// ‖x‖² from `fast`, the float sum of squares, while that is finite; else summed again in double (a
+// square past FLT_MAX, ±∞ or NaN), so the caller's checks see what the row holds.
 double checked_square(float fast, const float* x, std::size_t n) {
     if (std::isfinite(fast)) return fast;
     double sum = 0.0;
     for (std::size_t k = 0; k < n; ++k) sum += double(x[k]) * double(x[k]);
     return sum;
 }
+
+double squared_norm(const float* x, std::size_t n) { return checked_square(dot(x, x, n), x, n); }
 
 // [decode scores] s_rj = scale·log₂e·q_r·k_j (+ log₂e·term) for the unit's keys, every row of the
 // group against each key as it is read; −∞ where the row may not look (causal).
