@@ -27,6 +27,49 @@ def load(path):
     return data["context"], [r for r in runs if r.get("run_type") != "aggregate"]
 
 
+# Sections of docs/bench.json that the peers' tools add from windows of their own (heads_peers.py and
+# decode_peers.py --into), each with the peak measured beside it: a new recorded run keeps them.
+PEER_SECTIONS = ("heads_peers", "decode_peers")
+
+
+def record(run_path, into_path):
+    """Write the run at run_path to into_path, keeping into_path's peer sections where the run has none."""
+    with open(run_path, encoding="utf-8") as f:
+        run = json.load(f)
+    try:
+        with open(into_path, encoding="utf-8") as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = {}
+    for key in PEER_SECTIONS:
+        if key in old and key not in run:
+            run[key] = old[key]
+    with open(into_path, "w", encoding="utf-8") as f:
+        json.dump(run, f, indent=1)
+        f.write("\n")
+
+
+def record_self_test():
+    """record() keeps the peers' sections and takes everything else from the new run."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        run, into = f"{d}/run.json", f"{d}/into.json"
+        with open(run, "w", encoding="utf-8") as f:
+            json.dump({"context": {"new": 1}, "benchmarks": [{"name": "BM_new"}], "bf16_accuracy": {"new": 1}}, f)
+        with open(into, "w", encoding="utf-8") as f:
+            json.dump({"context": {"old": 1}, "benchmarks": [{"name": "BM_old"}], "bf16_accuracy": {"old": 1},
+                       "heads_peers": {"rounds": [1]}, "decode_peers": {"rounds": [2]}}, f)
+        record(run, into)
+        with open(into, encoding="utf-8") as f:
+            got = json.load(f)
+    want = {"context": {"new": 1}, "benchmarks": [{"name": "BM_new"}], "bf16_accuracy": {"new": 1},
+            "heads_peers": {"rounds": [1]}, "decode_peers": {"rounds": [2]}}
+    ok = got == want
+    print(f"{'ok  ' if ok else 'FAIL'} self-test: a recorded run keeps the peers' sections and nothing else of the old file")
+    print(f"{int(ok)} passed, {int(not ok)} failed")  # the line .ci/run counts
+    return ok
+
+
 def load_accuracy(path):
     """The bf16 mode's accuracy figures that bench/tools/bf16_accuracy.py --into added to the run, or None."""
     with open(path, encoding="utf-8") as f:
@@ -544,7 +587,7 @@ def plot_roofline(table, runs, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("json")
+    ap.add_argument("json", nargs="?")
     ap.add_argument("--markdown", help="write the tables here (default: stdout)")
     ap.add_argument("--plot", help="write a PNG plot of the core's GFLOP/s here")
     ap.add_argument("--plot-long", help="write a PNG plot of time and memory, materialised vs fused, here")
@@ -554,7 +597,17 @@ def main():
     ap.add_argument("--plot-roofline", help="write a PNG roofline with every measured core here")
     ap.add_argument("--page", action="store_true", help="print the generated part of docs/performance.md")
     ap.add_argument("--into", help="with --page: replace that part of this Markdown file instead")
+    ap.add_argument("--record-into", help="write the run to this JSON file (docs/bench.json), keeping its " +
+                    "sections from the peers' tools (" + ", ".join(PEER_SECTIONS) + ")")
+    ap.add_argument("--self-test", action="store_true", help="check --record-into on made-up files")
     a = ap.parse_args()
+    if a.self_test:
+        sys.exit(0 if record_self_test() else 1)
+    if a.json is None:
+        ap.error("the benchmark JSON file is required")
+    if a.record_into:
+        record(a.json, a.record_into)
+        return
     context, runs = load(a.json)
     if a.page:
         if a.into:
