@@ -49,8 +49,8 @@ def record(run_path, into_path):
         f.write("\n")
 
 
-def record_self_test():
-    """record() keeps the peers' sections and takes everything else from the new run."""
+def self_test():
+    """record() keeps the peers' sections and takes everything else from the new run; avx512_width's verdicts."""
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         run, into = f"{d}/run.json", f"{d}/into.json"
@@ -64,10 +64,18 @@ def record_self_test():
             got = json.load(f)
     want = {"context": {"new": 1}, "benchmarks": [{"name": "BM_new"}], "bf16_accuracy": {"new": 1},
             "heads_peers": {"rounds": [1]}, "decode_peers": {"rounds": [2]}}
-    ok = got == want
-    print(f"{'ok  ' if ok else 'FAIL'} self-test: a recorded run keeps the peers' sections and nothing else of the old file")
-    print(f"{int(ok)} passed, {int(not ok)} failed")  # the line .ci/run counts
-    return ok
+    checks = {
+        "a recorded run keeps the peers' sections and nothing else of the old file": got == want,
+        "a 1-thread AVX-512 peak twice the AVX2 one is full width":
+            "full width" in avx512_width({("avx512", 1): 230.0, ("avx2", 1): 115.0}),
+        "equal peaks are two 256-bit halves": "two 256-bit halves" in avx512_width({("avx512", 1): 117.1, ("avx2", 1): 116.9}),
+        "without both rungs nothing is said": avx512_width({("avx2", 1): 116.9}) is None,
+    }
+    for name, ok in checks.items():
+        print(f"{'ok  ' if ok else 'FAIL'} self-test: {name}")
+    passed = sum(checks.values())
+    print(f"{passed} passed, {len(checks) - passed} failed")  # the line .ci/run counts
+    return passed == len(checks)
 
 
 def load_accuracy(path):
@@ -440,6 +448,24 @@ def ladder_data(runs):
     return cores, peaks, triad
 
 
+def avx512_width(peaks):
+    """What the run's own peaks say of its AVX-512: full width when the avx512 rung's 1-thread FMA peak is
+    about twice the avx2 rung's, two 256-bit halves when the two are about equal; None without both."""
+    wide, narrow = peaks.get(("avx512", 1)), peaks.get(("avx2", 1))
+    if not wide or not narrow:
+        return None
+    ratio = wide / narrow
+    if ratio >= 1.6:
+        kind = ("its AVX-512 runs at full width: every kernel has twice the flops to earn at AVX-512, and "
+                "whatever is not an FMA (exponentials, row sums, packing, memory) costs twice the share of the peak")
+    elif ratio <= 1.25:
+        kind = ("its AVX-512 runs as two 256-bit halves (double-pumped): AVX-512 brings the AVX2 peak and gains "
+                "only from its 32 registers and fewer instructions")
+    else:
+        kind = "neither twice nor equal: the core was throttled or shared during the run"
+    return f"This CPU's AVX-512 FMA peak is {ratio:.2f}× its AVX2 one (1 thread): {kind}."
+
+
 def ladder_markdown(runs, context):
     """naive → each instruction set, 1 thread (simd) and 2 threads (parallel, fused, fused bf16): GFLOP/s,
     the gain over the rung below, and the % of that instruction set's own FMA peak (bf16: of its
@@ -482,6 +508,9 @@ def ladder_markdown(runs, context):
     out.append("GFLOP/s counted as 4·n²·d per call; each % is of the same instruction set's FMA peak, measured "
                "in the same run (BM_ladder_peak), and bf16's of the vdpbf16ps peak (BM_ladder_peak_bf16: two "
                "products a lane per instruction) where the set has the instruction; elsewhere bf16 is emulated.")
+    width = avx512_width(peaks)
+    if width:
+        out.append(width)
     if triad:
         out.append("Memory bandwidth (STREAM triad over 3 × 128 MiB): " +
                    ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GB/s" for t, g in sorted(triad.items())) + ".")
@@ -599,10 +628,10 @@ def main():
     ap.add_argument("--into", help="with --page: replace that part of this Markdown file instead")
     ap.add_argument("--record-into", help="write the run to this JSON file (docs/bench.json), keeping its " +
                     "sections from the peers' tools (" + ", ".join(PEER_SECTIONS) + ")")
-    ap.add_argument("--self-test", action="store_true", help="check --record-into on made-up files")
+    ap.add_argument("--self-test", action="store_true", help="check --record-into and the ladder's AVX-512 verdict on made-up data")
     a = ap.parse_args()
     if a.self_test:
-        sys.exit(0 if record_self_test() else 1)
+        sys.exit(0 if self_test() else 1)
     if a.json is None:
         ap.error("the benchmark JSON file is required")
     if a.record_into:
