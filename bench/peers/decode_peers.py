@@ -39,7 +39,6 @@ adds them to a benchmark run's JSON as its "decode_peers" (then decode_report.py
 on docs/performance.md). Time it only on an idle machine: the default run (8 cases, 5 rounds) takes
 ten to fifteen minutes on 2 cores, most of it in the slowest peers' calls at S = 32768.
 """
-import argparse
 import itertools
 import json
 import math
@@ -233,14 +232,7 @@ def measure(args, engines, data):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, required=True, help="scratch folder for the peers' builds")
-    parser.add_argument("--ggml", default="https://github.com/ggml-org/ggml.git",
-                        help="ggml's source: a checkout, a bare git directory or a URL")
-    parser.add_argument("--bench", type=Path, default=ROOT / "build" / "bench_attention")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.3, help="seconds each engine repeats a case")
-    parser.add_argument("--threads", type=int, default=2, choices=[1, 2], help="threads of every engine")
+    parser = heads_peers.common_arguments(__doc__, min_time=0.3)
     parser.add_argument("--S", type=int, nargs="+", default=[4096, 32768], help="cached keys and values a head")
     parser.add_argument("--kv", nargs="+", default=["f32", "bf16", "f16"], choices=["f32", "bf16", "f16"])
     parser.add_argument("--heads", type=int, default=32, help="H, query heads")
@@ -268,14 +260,7 @@ def main():
         return
     if "ours" not in args.engines:
         parser.error("the rounds need ours: its process measures the read bandwidth the rates are compared with")
-    data = {"cpu": heads_peers.cpu_name(), "cpus": os.cpu_count(), "threads": args.threads, "rounds": args.rounds,
-            "min_time": args.min_time, "versions": engines.versions, "engines": ["ours", *engines.peers],
-            "cases": cases(args), "runs": [], "skipped": {}, "checked": checked}
-    measure(args, engines, data)
-    if args.into:
-        report = json.loads(args.into.read_text(encoding="utf-8"))
-        report["decode_peers"] = data
-        args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    data = heads_peers.run_rounds(args, engines, cases(args), checked, measure, "decode_peers")
     print()
     print(decode_report.markdown(data))
     print()

@@ -272,6 +272,20 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def run_rounds(args, engines, cases, checked, measure, section):
+    """Every round of every case by measure(args, engines, data), with what the report tools need to
+    caption them; added to args.into (docs/bench.json) as `section` where given. decode_peers.py's too."""
+    data = {"cpu": cpu_name(), "cpus": os.cpu_count(), "threads": args.threads, "rounds": args.rounds,
+            "min_time": args.min_time, "versions": engines.versions, "engines": ["ours", *engines.peers],
+            "cases": cases, "runs": [], "skipped": {}, "checked": checked}
+    measure(args, engines, data)
+    if args.into:
+        report = json.loads(args.into.read_text(encoding="utf-8"))
+        report[section] = data
+        args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
 def measure(args, engines, data):
     skipped = data["skipped"]
     for r in range(args.rounds):
@@ -299,16 +313,23 @@ def measure(args, engines, data):
             args.json.write_text(json.dumps(data, indent=1))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def common_arguments(doc, min_time):
+    """The options heads_peers.py and decode_peers.py share: where the peers are built, this library's
+    benchmark, the rounds and the threads."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True, help="scratch folder for the peers' builds")
     parser.add_argument("--ggml", default="https://github.com/ggml-org/ggml.git",
                         help="ggml's source: a checkout, a bare git directory or a URL")
     parser.add_argument("--bench", type=Path, default=ROOT / "build" / "bench_attention")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.5, help="seconds each engine repeats a case")
+    parser.add_argument("--min-time", type=float, default=min_time, help="seconds each engine repeats a case")
     parser.add_argument("--threads", type=int, default=2, choices=[1, 2],
                         help="threads of every engine (BM_peak_fma measures 1 and 2)")
+    return parser
+
+
+def main():
+    parser = common_arguments(__doc__, min_time=0.5)
     parser.add_argument("--L", type=int, nargs="+", default=[256, 1024, 4096], help="L = S")
     parser.add_argument("--E", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--kv-heads", type=int, nargs="+", default=[32, 8])
@@ -332,14 +353,7 @@ def main():
     if "ours" not in args.engines:
         parser.error("the rounds need ours: its process measures the peak, and the peers are compared with it")
     cases = [case_text(c) for c in itertools.product(args.L, args.E, args.kv_heads, args.causal)]
-    data = {"cpu": cpu_name(), "cpus": os.cpu_count(), "threads": args.threads, "rounds": args.rounds,
-            "min_time": args.min_time, "versions": engines.versions, "engines": ["ours", *engines.peers],
-            "cases": cases, "runs": [], "skipped": {}, "checked": checked}
-    measure(args, engines, data)
-    if args.into:
-        report = json.loads(args.into.read_text(encoding="utf-8"))
-        report["heads_peers"] = data
-        args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    data = run_rounds(args, engines, cases, checked, measure, "heads_peers")
     print()
     print(heads_report.markdown(data))
     print(f"\nEvery round: {args.json}")

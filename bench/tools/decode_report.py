@@ -20,9 +20,10 @@ medians. A file that holds no decoding rounds renders one line saying so.
 """
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from rounds import by_round, fmt, spread
 
 NAMES = {
     "ggml": "ggml flash_attn_ext, the same K/V type",
@@ -66,23 +67,9 @@ def compared_case(case):
     return case_text(kv, S, heads, kv_heads, E, 1) if threads > 1 else None
 
 
-def spread(values):
-    """(median, lowest, highest), or None for no values."""
-    return (statistics.median(values), min(values), max(values)) if values else None
-
-
-def by_round(data):
-    """{(case, column): {round: run}}."""
-    table = {}
-    for run in data["runs"]:
-        column = COLUMNS.get(run["engine"], run["engine"])
-        table.setdefault((run["case"], column), {})[run["round"]] = run
-    return table
-
-
 def summary(data):
     """{(case, column): {"gbps", "percent", "tokens", "speedup", "against"}}, each a spread (or None)."""
-    table = by_round(data)
+    table = by_round(data, COLUMNS)
     out = {}
     for (case, column), rounds in table.items():
         ours = table.get((case, "ours"), {})
@@ -96,11 +83,6 @@ def summary(data):
             "against": spread([other[r]["seconds"] / rounds[r]["seconds"] for r in rounds if r in other]),
         }
     return out
-
-
-def fmt(s, digits=1, suffix=""):
-    median, low, high = s
-    return f"{median:.{digits}f}{suffix} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def rate(s):

@@ -16,9 +16,10 @@ medians. A dash: the engine has no such operation (the footnote says why).
 """
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from rounds import by_round, fmt, spread
 
 NAMES = {
     "ours": "attention.cpp, fused",
@@ -45,23 +46,9 @@ def flops(heads, case):
     return 4.0 * heads * L * L * E * (0.5 if causal else 1.0)
 
 
-def spread(values):
-    """(median, lowest, highest), or None for no values."""
-    return (statistics.median(values), min(values), max(values)) if values else None
-
-
-def by_round(data):
-    """{(case, column): {round: run}}."""
-    table = {}
-    for run in data["runs"]:
-        column = COLUMNS.get(run["engine"], run["engine"])
-        table.setdefault((run["case"], column), {})[run["round"]] = run
-    return table
-
-
 def summary(data):
     """{(case, column): {"gflops", "percent", "speedup", "rss", "operator"}}, each a spread."""
-    table = by_round(data)
+    table = by_round(data, COLUMNS)
     out = {}
     for (case, column), rounds in table.items():
         ours = table.get((case, "ours"), {})
@@ -76,11 +63,6 @@ def summary(data):
             "operator": sorted({run["engine"] for run in rounds.values()}),
         }
     return out
-
-
-def fmt(s, digits=1, suffix=""):
-    median, low, high = s
-    return f"{median:.{digits}f}{suffix} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def case_cells(case):
