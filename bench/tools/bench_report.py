@@ -11,6 +11,7 @@ the fused kernel's bf16 mode (fused_bf16) of the bf16 dot-product peak, BM_peak_
 """
 import argparse
 import json
+import os
 import re
 import sys
 from collections import defaultdict
@@ -44,9 +45,11 @@ def record(run_path, into_path):
     for key in PEER_SECTIONS:
         if key in old and key not in run:
             run[key] = old[key]
-    with open(into_path, "w", encoding="utf-8") as f:
+    partial = into_path + ".partial"  # written whole, then renamed: never a half-written docs/bench.json
+    with open(partial, "w", encoding="utf-8") as f:
         json.dump(run, f, indent=1)
         f.write("\n")
+    os.replace(partial, into_path)
 
 
 def self_test():
@@ -462,7 +465,8 @@ def avx512_width(peaks):
         kind = ("its AVX-512 runs as two 256-bit halves (double-pumped): AVX-512 brings the AVX2 peak and gains "
                 "only from its 32 registers and fewer instructions")
     else:
-        kind = "neither twice nor equal: the core was throttled or shared during the run"
+        kind = ("neither about twice nor about equal, so the run does not say which kind of core it had (a "
+                "peak that moved during the run: throttling or another tenant)")
     return f"This CPU's AVX-512 FMA peak is {ratio:.2f}× its AVX2 one (1 thread): {kind}."
 
 
