@@ -62,6 +62,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "bench" / "tools"))
 import heads_report  # noqa: E402
+import rounds  # noqa: E402
 
 ORT_PACKAGES = ["onnxruntime-node@1.31.1", "onnx-proto"]
 PEERS = ["ort_mha", "ort_gqa", "ort_attention", "ggml_f32", "ggml_f16", "torch"]
@@ -282,7 +283,7 @@ def run_rounds(args, engines, cases, checked, measure, section):
     if args.into:
         report = json.loads(args.into.read_text(encoding="utf-8"))
         report[section] = data
-        args.into.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        rounds.write_json(args.into, report)
     return data
 
 

@@ -11,10 +11,11 @@ the fused kernel's bf16 mode (fused_bf16) of the bf16 dot-product peak, BM_peak_
 """
 import argparse
 import json
-import os
 import re
 import sys
 from collections import defaultdict
+
+from rounds import write_json
 
 BACKENDS = {0: "naive", 1: "simd", 2: "parallel", 3: "fused", 4: "fused_bf16"}  # fused_bf16: BM_core/fused_bf16/…
 
@@ -45,11 +46,7 @@ def record(run_path, into_path):
     for key in PEER_SECTIONS:
         if key in old and key not in run:
             run[key] = old[key]
-    partial = into_path + ".partial"  # written whole, then renamed: never a half-written docs/bench.json
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump(run, f, indent=1)
-        f.write("\n")
-    os.replace(partial, into_path)
+    write_json(into_path, run)
 
 
 def self_test():

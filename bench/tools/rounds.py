@@ -3,6 +3,8 @@
 A run is {"runs": [{"case", "engine", "round", …measures}]}: every case, every engine, round by round.
 heads_report.py and decode_report.py take each figure as a spread over the rounds, never a single one.
 """
+import json
+import os
 import statistics
 
 
@@ -24,3 +26,12 @@ def fmt(s, digits=1, suffix=""):
     """A spread as "median [lowest, highest]"."""
     median, low, high = s
     return f"{median:.{digits}f}{suffix} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def write_json(path, data):
+    """data to the JSON file at path, written whole and then renamed: never a half-written docs/bench.json."""
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(partial, path)
