@@ -12,30 +12,13 @@
 #include <cstddef>
 #include <initializer_list>
 #include <limits>
-#include <new>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "matrix/storage.hpp"
+
 namespace attn {
-
-// Minimal allocator that hands out memory aligned to `Alignment` bytes.
-template <class T, std::size_t Alignment>
-struct AlignedAllocator {
-    using value_type = T;
-    template <class U>
-    struct rebind {
-        using other = AlignedAllocator<U, Alignment>;
-    };
-    AlignedAllocator() = default;
-    template <class U>
-    AlignedAllocator(const AlignedAllocator<U, Alignment>&) noexcept {}
-    T* allocate(std::size_t n) { return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{Alignment})); }
-    void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{Alignment}); }
-    friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) { return true; }
-};
-
-inline constexpr std::size_t matrix_alignment = 64;
 
 // −∞: what the causal mask writes above the diagonal (e^−∞ = 0), and the maximum of no numbers.
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
@@ -86,7 +69,7 @@ public:
 private:
     std::size_t rows_ = 0;
     std::size_t cols_ = 0;
-    std::vector<float, AlignedAllocator<float, matrix_alignment>> data_;
+    std::vector<float, MatrixAllocator<float>> data_;
     float* elements_ = nullptr;  // data_.data(), or the memory a borrowed matrix reads
     bool window_ = false;        // elements_ is someone else's memory, to be written (Matrix::window)
 };

@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <stdexcept>
 #include <utility>
 
@@ -29,6 +32,40 @@ TEST_CASE("Matrix storage is 64-byte aligned, also after resize_for_overwrite", 
     CHECK(m.rows() == 100);
     CHECK(m.cols() == 33);
     CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
+}
+
+// The kernel's flags of the memory mapping that holds `address` (the VmFlags line of /proc/self/smaps:
+// "hg" is the huge-page hint), or "" where there is no such file.
+std::string mapping_flags(const void* address) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t start = 0, end = 0;
+        char dash = 0;
+        std::istringstream range(line);
+        if (range >> std::hex >> start >> dash >> end && dash == '-') inside = start <= at && at < end;
+        else if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    }
+    return "";
+}
+
+TEST_CASE("a block of 32 MiB or more is offered huge pages and holds its values", "[matrix]") {
+    const std::size_t rows = attn::fresh_block_bytes / sizeof(float) / 1024 + 1;  // just past the threshold
+    Matrix big(rows, 1024, 0.5f);
+    CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % 64 == 0);
+    CHECK(big(0, 0) == 0.5f);
+    CHECK(big(rows - 1, 1023) == 0.5f);
+    big.resize_for_overwrite(rows, 1024);  // the same size: the same block, values unspecified
+    big(rows / 2, 7) = 3.0f;
+    CHECK(big(rows / 2, 7) == 3.0f);
+    // Where the kernel has transparent huge pages (the sysfs folder), the middle of the block carries
+    // the hint whatever mode they are in; elsewhere madvise refuses it and the block is plain memory.
+    if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+        const std::string flags = mapping_flags(big.data() + big.size() / 2);
+        INFO(flags);
+        CHECK(flags.find(" hg") != std::string::npos);
+    }
 }
 
 TEST_CASE("resize_for_overwrite to a smaller shape keeps the allocation", "[matrix]") {
