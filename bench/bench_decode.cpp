@@ -29,16 +29,14 @@
 
 namespace {
 
-// 1 GiB of floats, made once per process and first touched by the OpenMP team's static schedule;
-// values that no compiler can fold.
-const float* read_buffer(std::ptrdiff_t n) {
-    static const std::unique_ptr<float[]> buffer = [n] {
-        std::unique_ptr<float[]> b(new float[std::size_t(n)]);
+// 1 GiB of floats, first touched by the OpenMP team's static schedule; values that no compiler can
+// fold. Made for each run of BM_read_bandwidth and freed after it: a buffer kept for the whole
+// process would stay in the peak resident set of every benchmark after it (BM_core_long's column).
+std::unique_ptr<float[]> read_buffer(std::ptrdiff_t n) {
+    std::unique_ptr<float[]> b(new float[std::size_t(n)]);
 #pragma omp parallel for schedule(static)
-        for (std::ptrdiff_t i = 0; i < n; ++i) b[i] = float(i % 1024) * 0x1p-10f;
-        return b;
-    }();
-    return buffer.get();
+    for (std::ptrdiff_t i = 0; i < n; ++i) b[i] = float(i % 1024) * 0x1p-10f;
+    return b;
 }
 
 // Σ values[i] over the buffer in chunks of 2048 floats, each a dot product with a row of ones that
@@ -48,7 +46,8 @@ const float* read_buffer(std::ptrdiff_t n) {
 void BM_read_bandwidth(benchmark::State& st) {
     const int threads = static_cast<int>(st.range(0));
     constexpr std::ptrdiff_t n = std::ptrdiff_t{1} << 28, chunk = 2048;  // 2^28 floats = 1 GiB
-    const float* values = read_buffer(n);
+    const std::unique_ptr<float[]> buffer = read_buffer(n);
+    const float* values = buffer.get();
     const std::vector<float> ones(chunk, 1.0f);
     for (auto _ : st) {
         float sum = 0;
