@@ -10,7 +10,7 @@
 namespace attn {
 
 void* allocate_matrix_storage(std::size_t bytes) {
-    void* p = ::operator new(bytes, std::align_val_t{matrix_alignment});
+    void* p = ::operator new (bytes, std::align_val_t{matrix_alignment});
 #ifdef MADV_HUGEPAGE
     // The hint covers the whole 2 MiB pages inside the block, before anything is written there. It
     // may be refused (huge pages off): the block is then as it was, so the result is not checked.
@@ -24,6 +24,6 @@ void* allocate_matrix_storage(std::size_t bytes) {
     return p;
 }
 
-void free_matrix_storage(void* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{matrix_alignment}); }
+void free_matrix_storage(void* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{matrix_alignment}); }
 
 }  // namespace attn
