@@ -6,10 +6,10 @@
 // the C library, which keeps freed blocks and hands them out again already faulted in (glibc, once
 // a block of that size has been freed). From there up glibc maps every block afresh and unmaps it
 // when freed, so each call that allocates its results (every call but the *_into ones) would fault
-// its output in again, page by page: those blocks' whole 2 MiB pages are offered to the operating system as huge
-// pages (Linux: madvise with MADV_HUGEPAGE, which transparent huge pages in "madvise" or "always"
-// mode honour; elsewhere, or with them off, nothing changes). BM_heads at L = 4096 and
-// BM_core_fresh at n = 4096 measure it.
+// its output in again, page by page. Those blocks' whole 2 MiB pages are therefore offered to the
+// operating system as huge pages (Linux: madvise with MADV_HUGEPAGE, which transparent huge pages
+// in "madvise" or "always" mode honour; elsewhere, or with them off, nothing changes). BM_heads at
+// L = 4096 and BM_core_fresh at n = 4096 measure it.
 //
 // Growing a Matrix does not write zeros first (construct below leaves a float as it is): every
 // kernel writes each element of its result (Matrix::resize_for_overwrite's contract), so the first
