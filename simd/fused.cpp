@@ -184,14 +184,19 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
             round_to_pairs(s.scores.data() + r * p.BC, cols, s.scores.data() + r * p.BC);
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         const std::size_t width = std::min(NR, d_v - q * NR);
+        // A full-width float panel is read where it lies in V: its rows are NR floats d_v apart, which
+        // the tile reads as well as a packed copy, so copying would only move bytes (BM_core/fused,
+        // BM_core_long). A narrower last panel is packed, zeros past d_v; bf16 packs pairs.
+        const bool in_place = !bf16 && width == NR;
+        const float* panel = in_place ? p.V.row(j0).data() + q * NR : s.v_panel.data();
         if constexpr (bf16) pack_value_pairs(p.V, j0, cols, q * NR, width, s.v_panel.data());
-        else pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, width, s.v_panel.data());
+        else if (!in_place) pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, width, s.v_panel.data());
         for (std::size_t r = 0; r < rows; r += TALL) {
             const std::size_t strip = std::min(TALL, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
             if (keys == 0) continue;
-            run_strip_microkernel<StepOf<bf16>>(strip, depth_of<bf16>(keys), s.scores.data() + r * p.BC, p.BC,
-                                                s.v_panel.data(), NR, p.O.row(i0 + r).data() + q * NR, d_v, width,
-                                                false, false, 1.0f);
+            run_strip_microkernel<StepOf<bf16>>(strip, depth_of<bf16>(keys), s.scores.data() + r * p.BC, p.BC, panel,
+                                                in_place ? d_v : NR, p.O.row(i0 + r).data() + q * NR, d_v, width, false,
+                                                false, 1.0f);
         }
     }
 }
