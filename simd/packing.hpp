@@ -20,6 +20,23 @@ inline void zero_past(float* panel, std::size_t depth, std::size_t cols) {
         for (std::size_t t = 0; t < depth; ++t) std::fill(panel + t * NR + cols, panel + (t + 1) * NR, 0.0f);
 }
 
+// Four rows of four floats (ld apart, from `from`) written as four columns: row i of `to` (NR floats
+// apart) is column i of the block. Two rounds of interleaving: the first pairs rows 0 and 2, 1 and
+// 3; the second pairs the results the same way, and each output is then one column. Sixteen floats
+// moved with four loads, eight shuffles and four stores, where element by element they take sixteen
+// loads and sixteen stores (BM_core/fused: the Kᵀ panel is packed this way for every block).
+inline void transpose_4x4(const float* from, std::size_t ld, float* to) {
+    using Four = xsimd::make_sized_batch_t<float, 4>;
+    const Four r0 = Four::load_unaligned(from), r1 = Four::load_unaligned(from + ld),
+               r2 = Four::load_unaligned(from + 2 * ld), r3 = Four::load_unaligned(from + 3 * ld);
+    const Four a = xsimd::zip_lo(r0, r2), b = xsimd::zip_hi(r0, r2), c = xsimd::zip_lo(r1, r3),
+               d = xsimd::zip_hi(r1, r3);
+    xsimd::zip_lo(a, c).store_unaligned(to);
+    xsimd::zip_hi(a, c).store_unaligned(to + NR);
+    xsimd::zip_lo(b, d).store_unaligned(to + 2 * NR);
+    xsimd::zip_hi(b, d).store_unaligned(to + 3 * NR);
+}
+
 // Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
 // past `cols` are zero, so the microkernel can always work on full batches.
 inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc, std::size_t j0,
@@ -27,7 +44,14 @@ inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::siz
     if (layout == BLayout::k_by_n) {  // row p of the panel is a piece of row p0 + p of B
         for (std::size_t p = 0; p < kc; ++p) std::copy_n(B.row(p0 + p).data() + j0, cols, panel + p * NR);
     } else {  // column j of the panel is a piece of row j0 + j of B: read along B's rows
-        for (std::size_t j = 0; j < cols; ++j) {
+        std::size_t j = 0;
+        for (; j + 4 <= cols; j += 4) {
+            std::size_t p = 0;
+            for (; p + 4 <= kc; p += 4) transpose_4x4(B.row(j0 + j).data() + p0 + p, B.cols(), panel + p * NR + j);
+            for (; p < kc; ++p)
+                for (std::size_t t = j; t < j + 4; ++t) panel[p * NR + t] = B.row(j0 + t)[p0 + p];
+        }
+        for (; j < cols; ++j) {
             const float* src = B.row(j0 + j).data() + p0;
             for (std::size_t p = 0; p < kc; ++p) panel[p * NR + j] = src[p];
         }
