@@ -47,7 +47,8 @@
 // number of keys, so a tile's weights pair up in place. BM_core/fused_bf16 measures it.
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
-// (BC×NR), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's rows of Q
+// (BC×NR: a full-width float panel of V is read in place, so it serves a narrower last one and
+// bf16's pairs), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's rows of Q
 // and one key, in pairs: fused_scratch in simd/scratch.hpp, which fused_scratch_bytes(d_k, dtype)
 // budgets. Nothing grows with n or d_v. Each panel is packed and then used at once by every row strip
 // of the block, while it is still in L1.
@@ -92,7 +93,7 @@ struct Scratch {
 
 // Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
 // when that leaves a thread idle; BC = blocking.panel_kc keys per tile. Each block packs every
-// K/V tile it visits, so the packing cost is divided by BR: the taller the block, the less of it
+// Kᵀ tile it visits (and V's where it is packed), so the packing cost is divided by BR: the taller the block, the less of it
 // (BM_tune sweeps BR and BC around the cache model's choice).
 struct Problem {
     const Matrix &Q, &K, &V;
