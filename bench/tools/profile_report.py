@@ -37,7 +37,7 @@ BUCKETS = [
     ("register tile (the FMAs)", r"microkernel"),
     ("exponentials", r"exp2?_and_sum|softmax_exp"),
     ("row maxima, sums, rescaling", r"row_max|scale_and_max|online_softmax_update|rescale_factors"),
-    ("copies (V panels)", r"__mem(move|cpy)"),
+    ("plain copies (memmove)", r"__mem(move|cpy)"),
     ("waiting for the other thread", r"^libgomp|sched_yield"),
     ("the rest of the kernel's loop: packing Kᵀ, bookkeeping (backward: its exponentials, dS)", r"attn::simd::"),
     ("everything else: the guards' norms, setup, the operating system", r""),
