@@ -49,7 +49,8 @@
 // 1152 = 1592 → 1590.
 //
 // The fused kernel (simd/fused.cpp) is the narrow order with keys for depth: it takes a panel of V,
-// BC × NR floats (read where it lies in V, or packed), and runs every strip of its block of scores, BR × BC, over it, so BC = panel_kc.
+// BC × NR floats (read where it lies in V, or packed), and runs every strip of its block of scores,
+// BR × BC, over it, so BC = panel_kc.
 // (Its strips are TALL rows, 12 with AVX-512, where the L1 share above assumes MR: for them the
 // depth is one way of L1 deeper than their own share, 288 keys instead of 256 on the 48 KiB L1
 // above; BM_tune sweeps the keys a tile around the model's choice.)

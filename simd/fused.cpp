@@ -48,10 +48,10 @@
 //
 // Extra memory per thread: the score block (BR×BC), one packed panel of Kᵀ (d_k×NR) and one of V
 // (BC×NR: a full-width float panel of V is read in place, so it serves a narrower last one and
-// bf16's pairs), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's rows of Q
-// and one key, in pairs: fused_scratch in simd/scratch.hpp, which fused_scratch_bytes(d_k, dtype)
-// budgets. Nothing grows with n or d_v. Each panel is packed and then used at once by every row strip
-// of the block, while it is still in L1.
+// bf16's pairs), and four floats per row (m, ℓ, the new m and e^(m − m')); bf16 adds the block's
+// rows of Q and one key, in pairs: fused_scratch in simd/scratch.hpp, which fused_scratch_bytes(d_k,
+// dtype) budgets. Nothing grows with n or d_v. Each panel is packed and then used at once by every
+// row strip of the block, while it is still in L1.
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
@@ -92,9 +92,9 @@ struct Scratch {
 };
 
 // Block sizes (simd/blocking.cpp): BR query rows per block, at most blocking.fused_rows and fewer
-// when that leaves a thread idle; BC = blocking.panel_kc keys per tile. Each block packs every
-// Kᵀ tile it visits (and V's where it is packed), so the packing cost is divided by BR: the taller the block, the less of it
-// (BM_tune sweeps BR and BC around the cache model's choice).
+// when that leaves a thread idle; BC = blocking.panel_kc keys per tile. Each block packs every Kᵀ
+// tile it visits (and V's where it is packed), so the packing cost is divided by BR: the taller the
+// block, the less of it (BM_tune sweeps BR and BC around the cache model's choice).
 struct Problem {
     const Matrix &Q, &K, &V;
     float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
