@@ -38,8 +38,8 @@ TEST_CASE("Matrix storage is 64-byte aligned, also after resize_for_overwrite", 
     CHECK(reinterpret_cast<std::uintptr_t>(m.data()) % 64 == 0);
 }
 
-// The operating system's flags of the memory mapping that holds `address` (the VmFlags line of /proc/self/smaps:
-// "hg" is the huge-page hint), or "" where there is no such file.
+// The operating system's flags of the memory mapping that holds `address` (the VmFlags line of
+// /proc/self/smaps: "hg" is the huge-page hint), or "" where there is no such file.
 std::string mapping_flags(const void* address) {
     std::ifstream smaps("/proc/self/smaps");
     const auto at = reinterpret_cast<std::uintptr_t>(address);

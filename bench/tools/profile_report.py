@@ -19,11 +19,12 @@ runs exists, and prints "N passed, M failed".
 import argparse
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from rounds import fmt, spread
 
 CASES = [
     ("forward, n = 2048", "BM_core/fused/n:2048/d:64/"),
@@ -72,8 +73,7 @@ def bucket_shares(report):
 
 
 def cell(values, digits=0):
-    lo, mid, hi = min(values), statistics.median(values), max(values)
-    return f"{mid:.{digits}f}% [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return fmt(spread(values), digits, "%")
 
 
 def self_test(bench):
