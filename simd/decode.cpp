@@ -30,8 +30,8 @@
 // into the caller's mask (simd.hpp's DecodeProblem), added times log₂e after the product is rounded,
 // as simd/fused.cpp adds them. A row whose every score is −∞ ends with ℓ = 0: output 0, L = −∞.
 //
-// The cache's type. A float cache is read in place. A 16-bit one is converted a row at a time, and
-// the conversion is the cheap part of the trick: 2·W numbers are loaded as W 32-bit lanes, each lane
+// The cache's type. A float cache is read in place. A 16-bit one is converted in registers as it is
+// read (never stored as floats), and the conversion is the cheap part of the trick: 2·W numbers are loaded as W 32-bit lanes, each lane
 // holding an even-numbered element in its low half and the next one in its high half. For bfloat16,
 // the top 16 bits of a float, the even elements are the lanes shifted left by 16 and the odd ones the
 // lanes with the low half cleared: two integer operations for 2·W floats. For float16, each half
@@ -39,24 +39,30 @@
 // left by 13) is a float 2¹¹² times too small (its exponent's bias is 15, a float's 127), subnormals
 // included; one multiply by 2¹¹² makes it exact. A float16 ±∞ or NaN (exponent field 31) would come
 // out finite, so those lanes get their exponent field raised to a float's 255 first (three integer
-// operations): the kernel's norms then see them, and the caller refuses the cache. The converted row thus has its elements in
-// "pair order": in each full chunk of 2·W, the W even ones, then the W odd ones; the tail after the
+// operations): the kernel's norms then see them, and the caller refuses the cache. A converted row
+// thus has its elements in "pair order": in each full chunk of 2·W, the W even ones, then the W odd ones; the tail after the
 // last full chunk stays as it is. Dot products do not care about order as long as the query rows are
 // put in the same order (once per unit), and the unnormalised outputs o are summed in pair order and
 // put back in place by the merge. (F16C and AVX-512 have an instruction that converts float16 in
 // place order; this one conversion serves every instruction set instead, and costs as little.)
 //
+// Tiles. A dot product ends in a sum across the lanes of its accumulator, as costly as several
+// multiply-adds; the scores are therefore taken a tile of keys at a time, the tile's rows × keys
+// accumulators filling W, and their W lane sums done at once (xsimd::haddp). The same for the norms
+// below, W rows at a time.
+//
 // Checks. The caller must refuse a cache holding NaN or ±inf, or one whose products could leave the
 // float range (attention/guards.cpp), before it trusts the result; reading the cache once more for
 // that would double the memory traffic, so each unit also measures the largest norm of the key and
-// value rows it reads (a float sum of squares, from data already in L1), and the call returns the
+// value rows it reads (a float sum of squares, from rows still in L1), and the call returns the
 // largest per group. A block no row may see (causal) is still read for them.
 //
-// Scratch: per thread, a block's scores (rows × decode_keys) and, for a 16-bit cache, one key and one
-// value row as floats and the group's queries in pair order; on the calling thread, each unit's
-// (m, ℓ, o) for every row and its two norms. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
+// Scratch: per thread, a block's scores (rows × decode_keys) and, for a 16-bit cache, the group's
+// queries in pair order; on the calling thread, each unit's (m, ℓ, o) for every row and its two
+// norms. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
 // BM_decode (bench/bench_decode.cpp) measures the kernel, in GB/s of cache read.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -75,27 +81,31 @@ namespace attn::simd::ATTN_ISA {
 namespace {
 
 constexpr float log2e = 1.44269504f;
-constexpr std::size_t prefetch_rows = 8;  // how far ahead prefetch_row asks, in cached rows
+constexpr std::size_t prefetch_rows = W;  // how far ahead largest_square asks for rows: one tile
 
 template <Storage type>
 constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : sizeof(std::uint16_t);
 constexpr std::size_t pair_chunk = 2 * W;  // elements per chunk of the pair order
+
+// The loops below take a cached row a step at a time: W floats of a float row, or one chunk of 2·W
+// elements of a 16-bit one, converted in registers into two batches (its even and odd elements).
+template <Storage type>
+constexpr std::size_t parts = type == Storage::f32 ? 1 : 2;  // batches a step
+template <Storage type>
+constexpr std::size_t step = parts<type>* W;  // elements a step
 
 using Buffer = ScratchBuffer;
 using Lanes = xsimd::batch<std::uint32_t>;
 
 // One thread's scratch, kept from call to call.
 struct Scratch {
-    Buffer scores, key, value, queries;
-    void fit(const DecodeScratch<std::size_t>& size, std::size_t d_k, std::size_t d_v) {
+    Buffer scores, queries;
+    void fit(const DecodeScratch<std::size_t>& size) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) grow_exactly(b, n);
         };
         grow(scores, size.scores);
-        if (size.rows == 0) return;  // a float cache: nothing converted
-        grow(key, d_k);
-        grow(value, decode_value_tile * d_v);
-        grow(queries, size.rows - d_k - decode_value_tile * d_v);
+        grow(queries, size.rows);  // a float cache: none
     }
 };
 
@@ -121,59 +131,52 @@ Bits with_infinity(Bits magnitude) {
     return magnitude | ((carry << 3) - carry);  // 7·2²⁸: the field + 224
 }
 
-// One 16-bit element as a float, the scalar form of the lane tricks above.
+// Element k of a cached row as a float: the scalar form of step_at, for the tail after its last step.
 template <Storage type>
-float widened(std::uint16_t h) {
+float element_at(const void* row, std::size_t k) {
+    if constexpr (type == Storage::f32) return static_cast<const float*>(row)[k];
+    const std::uint16_t h = static_cast<const std::uint16_t*>(row)[k];
     if constexpr (type == Storage::bf16) return from_bits(std::uint32_t{h} << 16);
     else
         return from_bits((std::uint32_t(h & 0x8000u) << 16) | with_infinity(std::uint32_t(h & 0x7FFFu) << 13)) *
                0x1p112f;
 }
 
-// 2·W elements from `from` as two batches of floats: the even elements and the odd ones.
+// The step of a cached row at element k, as floats in the kernel's order: a float row's W floats; a
+// 16-bit row's 2·W elements as the W even ones, then the W odd ones (pair order), never stored.
 template <Storage type>
-void widen_chunk(const std::uint16_t* from, float* even, float* odd) {
-    std::uint32_t lanes[W];
-    std::memcpy(lanes, from, sizeof lanes);  // one unaligned load of 2·W halves
-    const Lanes u = Lanes::load_unaligned(lanes);
-    if constexpr (type == Storage::bf16) {
-        xsimd::bitwise_cast<Batch>(u << 16).store_unaligned(even);
-        xsimd::bitwise_cast<Batch>(u & Lanes(0xFFFF0000u)).store_unaligned(odd);
+std::array<Batch, parts<type>> step_at(const void* row, std::size_t k) {
+    if constexpr (type == Storage::f32) {
+        return {Batch::load_unaligned(static_cast<const float*>(row) + k)};
     } else {
-        const Batch scale(0x1p112f);
-        const Lanes low = ((u & Lanes(0x8000u)) << 16) | with_infinity((u & Lanes(0x7FFFu)) << 13);
-        const Lanes high = (u & Lanes(0x80000000u)) | with_infinity((u >> 3) & Lanes(0x0FFFE000u));
-        (xsimd::bitwise_cast<Batch>(low) * scale).store_unaligned(even);
-        (xsimd::bitwise_cast<Batch>(high) * scale).store_unaligned(odd);
+        std::uint32_t lanes[W];
+        std::memcpy(lanes, static_cast<const std::uint16_t*>(row) + k, sizeof lanes);  // one load of 2·W halves
+        const Lanes u = Lanes::load_unaligned(lanes);
+        if constexpr (type == Storage::bf16) {
+            return {xsimd::bitwise_cast<Batch>(u << 16), xsimd::bitwise_cast<Batch>(u & Lanes(0xFFFF0000u))};
+        } else {
+            const Batch scale(0x1p112f);
+            const Lanes low = ((u & Lanes(0x8000u)) << 16) | with_infinity((u & Lanes(0x7FFFu)) << 13);
+            const Lanes high = (u & Lanes(0x80000000u)) | with_infinity((u >> 3) & Lanes(0x0FFFE000u));
+            return {xsimd::bitwise_cast<Batch>(low) * scale, xsimd::bitwise_cast<Batch>(high) * scale};
+        }
     }
 }
 
-// A 16-bit row of n elements as floats in pair order.
+// Row j of group g of a cache of n-wide rows.
 template <Storage type>
-void widen_row(const std::uint16_t* from, std::size_t n, float* to) {
-    std::size_t k = 0;
-    for (; k + pair_chunk <= n; k += pair_chunk) widen_chunk<type>(from + k, to + k, to + k + W);
-    for (; k < n; ++k) to[k] = widened<type>(from[k]);
+const void* row_at(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t n) {
+    return static_cast<const char*>(cache) + (g * keys + j) * n * element_bytes<type>;
 }
 
-// Ask for the cache lines of row j of group g (n elements of `bytes` each) ahead of their use: the
-// unit reads its keys (then its values) as one stream, but spends long enough on each row that the
-// hardware prefetchers alone do not keep enough lines in flight (BM_decode).
-void prefetch_row(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t n, std::size_t bytes) {
+// Ask for the cache lines of row j of group g ahead of their use: the unit reads its keys (then its
+// values) as one stream, but spends long enough on each row that the hardware prefetchers alone do
+// not keep enough lines in flight (BM_decode).
+template <Storage type>
+void prefetch_row(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t n) {
     if (j >= keys) return;
-    const char* row = static_cast<const char*>(cache) + (g * keys + j) * n * bytes;
-    for (std::size_t at = 0; at < n * bytes; at += 64) __builtin_prefetch(row + at);
-}
-
-// Row j of group g of a cache of n-wide rows, as floats in the kernel's order: a float cache's row in
-// place, a 16-bit one converted into `buffer`.
-template <Storage type>
-const float* cached_row(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t n,
-                        float* buffer) {
-    const std::size_t at = (g * keys + j) * n;
-    if constexpr (type == Storage::f32) return static_cast<const float*>(cache) + at;
-    widen_row<type>(static_cast<const std::uint16_t*>(cache) + at, n, buffer);
-    return buffer;
+    const char* row = static_cast<const char*>(row_at<type>(cache, g, keys, j, n));
+    for (std::size_t at = 0; at < n * element_bytes<type>; at += 64) __builtin_prefetch(row + at);
 }
 
 // A unit's place: group g, keys [j0, j0 + count), its (m, ℓ, o) for every row at `partial`.
@@ -203,53 +206,105 @@ const float* query_rows(const DecodeProblem& p, std::size_t g, Scratch& s) {
     return s.queries.data();
 }
 
-// The group's rows go past each key or value row in passes of at most this many: one accumulator
-// (or one row of o) per query row, and the cached row loaded once per pass, not once per query row.
-// Four passes' worth of registers stay free for the loads at every width (SSE2 and NEON have 16).
+// The group's rows go past each key tile or value row in passes of at most this many: one
+// accumulator per query row and key (or one row of o), each cached step loaded once per pass.
 constexpr std::size_t rows_per_pass = 4;
 
-// Rows [0, N) of q against one key: out[r] = q_r·k, and ‖k‖² added to `norm`, reading k once. Each
-// row's sum runs in the same order whatever N is, so a row's score does not depend on the rows beside it.
+// A tile of keys holds as many keys as make one batch of sums with the pass's N rows: W / N keys
+// (4 keys × 4 rows at 16 floats a batch, 16 keys × 1 row; 1 × 4 at 4 floats: SSE2, NEON).
 template <std::size_t N>
-void key_pass(const float* q, std::size_t d, const float* key, float* out, std::size_t out_stride, float& norm) {
-    Batch acc[N], squares(0.0f);
-    for (Batch& a : acc) a = Batch(0.0f);
-    std::size_t k = 0;
-    for (; k + W <= d; k += W) {
-        const Batch kc = Batch::load_unaligned(key + k);
-        squares = xsimd::fma(kc, kc, squares);
-        for (std::size_t r = 0; r < N; ++r) acc[r] = xsimd::fma(Batch::load_unaligned(q + r * d + k), kc, acc[r]);
-    }
-    float tail_squares = xsimd::hadd(squares);
-    for (std::size_t r = 0; r < N; ++r) {
-        float sum = xsimd::hadd(acc[r]);
-        for (std::size_t t = k; t < d; ++t) sum = std::fma(q[r * d + t], key[t], sum);
-        out[r * out_stride] = sum;
-    }
-    for (std::size_t t = k; t < d; ++t) tail_squares = std::fma(key[t], key[t], tail_squares);
-    norm = tail_squares;
+constexpr std::size_t keys_per_tile = std::max<std::size_t>(1, W / N);
+
+// Where xsimd::haddp puts the sum of its batch i: lane i on SSE2, AVX and NEON, but xsimd 8.1's
+// AVX-512 version swaps lanes 2-3 with 4-5 in each eight. Found once, by summing unit vectors, so the
+// sums are read from wherever this version puts them.
+const std::array<std::size_t, W>& haddp_lanes() {
+    static const std::array<std::size_t, W> lanes = [] {
+        Batch unit[W];
+        for (std::size_t i = 0; i < W; ++i) {
+            float lane0[W] = {};
+            lane0[0] = float(i);
+            unit[i] = Batch::load_unaligned(lane0);
+        }
+        float sums[W];
+        xsimd::haddp(unit).store_unaligned(sums);
+        std::array<std::size_t, W> where{};
+        for (std::size_t lane = 0; lane < W; ++lane) where[std::size_t(sums[lane])] = lane;
+        return where;
+    }();
+    return lanes;
 }
 
-// Rows [0, N) of o gain Σ_t w_rt·v_t over a tile of `count` value rows, o_r held in registers
-// across the tile: each W-wide piece of o is loaded and stored once a tile, not once a key, and
-// each value piece is loaded once for the N rows. Every element adds its keys in their order.
-template <std::size_t N>
-void value_tile(const float* weights, std::size_t weight_stride, const float* const* values, std::size_t count,
-                std::size_t d, float* o) {
+// One tile of the scores: out[r·stride + t] = q_r·k_t for rows [0, N) and the tile's keys, rows
+// j .. j + count of group g (count ≤ keys_per_tile<N>; a short tile repeats its last key and drops
+// those sums). Each sum is its accumulator's lanes added by one tree, the same for every row and
+// key, then the tail after the last step in order: no sum depends on the rows or keys beside it.
+template <Storage type, std::size_t N>
+void key_tile(const DecodeProblem& p, const float* q, std::size_t g, std::size_t j, std::size_t count, float* out,
+              std::size_t stride) {
+    constexpr std::size_t T = keys_per_tile<N>;
+    const std::size_t d = p.d_k;
+    const void* key[T];
+    for (std::size_t t = 0; t < T; ++t) key[t] = row_at<type>(p.K, g, p.keys, j + std::min(t, count - 1), d);
+    Batch acc[W];  // acc[r·T + t]; those past N·T stay 0
+    for (Batch& a : acc) a = Batch(0.0f);
     std::size_t k = 0;
-    for (; k + W <= d; k += W) {
-        Batch acc[N];
-        for (std::size_t r = 0; r < N; ++r) acc[r] = Batch::load_unaligned(o + r * d + k);
-        for (std::size_t t = 0; t < count; ++t) {
-            const Batch v = Batch::load_unaligned(values[t] + k);
-            for (std::size_t r = 0; r < N; ++r) acc[r] = xsimd::fma(Batch(weights[r * weight_stride + t]), v, acc[r]);
+    for (; k + step<type> <= d; k += step<type>)
+        for (std::size_t t = 0; t < T; ++t) {
+            const auto kc = step_at<type>(key[t], k);
+            for (std::size_t r = 0; r < N; ++r)
+                for (std::size_t part = 0; part < parts<type>; ++part)
+                    acc[r * T + t] =
+                        xsimd::fma(Batch::load_unaligned(q + r * d + k + part * W), kc[part], acc[r * T + t]);
         }
-        for (std::size_t r = 0; r < N; ++r) acc[r].store_unaligned(o + r * d + k);
+    float sums[W];  // Σ lanes of acc[i] for every i at once, by one tree of shuffles and adds
+    xsimd::haddp(acc).store_unaligned(sums);
+    const std::array<std::size_t, W>& lane = haddp_lanes();
+    for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t t = 0; t < count; ++t) {
+            float sum = sums[lane[r * T + t]];
+            for (std::size_t tail = k; tail < d; ++tail)
+                sum = std::fma(q[r * d + tail], element_at<type>(key[t], tail), sum);
+            out[r * stride + t] = sum;
+        }
+}
+
+// The largest ‖x‖² of rows j .. j + count (count ≤ W) of group g of a cache of n-wide rows, for the
+// caller's checks: each row's squares summed in the order key_tile sums a product (a short tile
+// repeats its last row), a sum past the float range (±∞, NaN, or squares above FLT_MAX) summed again
+// in double, so that the caller sees what the row holds. The first to read these rows: each is read
+// from start to end, one stream, and the row prefetch_rows ahead is asked for as it is.
+template <Storage type>
+double largest_square(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t count,
+                      std::size_t n) {
+    const auto row = [&](std::size_t t) { return row_at<type>(cache, g, keys, j + std::min(t, count - 1), n); };
+    Batch acc[W];
+    const std::size_t k = n / step<type> * step<type>;  // where the tail starts
+    for (std::size_t t = 0; t < W; ++t) {
+        if (t < count) prefetch_row<type>(cache, g, keys, j + t + prefetch_rows, n);
+        Batch squares(0.0f);
+        for (std::size_t e = 0; e < k; e += step<type>)
+            for (const Batch x : step_at<type>(row(t), e)) squares = xsimd::fma(x, x, squares);
+        acc[t] = squares;
     }
-    for (; k < d; ++k)
-        for (std::size_t r = 0; r < N; ++r)
-            for (std::size_t t = 0; t < count; ++t)
-                o[r * d + k] = std::fma(weights[r * weight_stride + t], values[t][k], o[r * d + k]);
+    const Batch total = xsimd::haddp(acc);  // the W sums, as key_tile's
+    float sums[W];
+    total.store_unaligned(sums);
+    if (k == n && xsimd::all(xsimd::isfinite(total)))  // the common case: the largest of the W (repeats too)
+        return *std::max_element(sums, sums + W);
+    double largest = 0.0;
+    for (std::size_t t = 0; t < count; ++t) {
+        const auto x = [&](std::size_t e) { return element_at<type>(row(t), e); };
+        float sum = sums[haddp_lanes()[t]];
+        for (std::size_t tail = k; tail < n; ++tail) sum = std::fma(x(tail), x(tail), sum);
+        double square = sum;
+        if (!std::isfinite(sum)) {
+            square = 0.0;
+            for (std::size_t e = 0; e < n; ++e) square += double(x(e)) * x(e);
+        }
+        largest = larger(largest, square);
+    }
+    return largest;
 }
 
 // pass<N>(r0) for the rows in passes of rows_per_pass, the last one shorter.
@@ -266,37 +321,29 @@ void in_passes(std::size_t rows, Pass&& pass) {
     }
 }
 
-// ‖x‖² from `fast`, the float sum of squares, while that is finite; else summed again in double (a
-// square past FLT_MAX, ±∞ or NaN), so the caller's checks see what the row holds.
-double checked_square(float fast, const float* x, std::size_t n) {
-    if (std::isfinite(fast)) return fast;
-    double sum = 0.0;
-    for (std::size_t k = 0; k < n; ++k) sum += double(x[k]) * double(x[k]);
-    return sum;
-}
-
-double squared_norm(const float* x, std::size_t n) { return checked_square(dot(x, x, n), x, n); }
-
 // [decode scores] s_rj = scale·log₂e·q_r·k_j (+ log₂e·term) for the unit's keys, every row of the
-// group against each key as it is read; −∞ where the row may not look (causal).
+// group against each tile of keys as it is read; −∞ where the row may not look (causal). The keys'
+// norms are taken W rows at a time, while those rows are in L1.
 template <Storage type>
 void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch& s) {
-    const float factor = p.scale * log2e;
     double largest = 0.0;  // kept here, stored once: units side by side share the cache line of u.norms
-    for (std::size_t jj = 0; jj < u.count; ++jj) {
-        prefetch_row(p.K, u.g, p.keys, u.j0 + jj + prefetch_rows, p.d_k, element_bytes<type>);
-        const float* key = cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data());
-        float norm = 0.0f;
+    for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
+        const std::size_t rows = std::min(W, u.count - j0);
+        largest = larger(largest, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, rows, p.d_k));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
-            key_pass<N>(q + r0 * p.d_k, p.d_k, key, s.scores.data() + r0 * u.count + jj, u.count, norm);
+            for (std::size_t jj = j0; jj < j0 + rows; jj += keys_per_tile<N>)
+                key_tile<type, N>(p, q + r0 * p.d_k, u.g, u.j0 + jj, std::min(keys_per_tile<N>, j0 + rows - jj),
+                                  s.scores.data() + r0 * u.count + jj, u.count);
         });
-        largest = larger(largest, checked_square(norm, key, p.d_k));  // for the caller's checks
-        for (std::size_t r = 0; r < p.rows; ++r) {
-            float& score = s.scores[r * u.count + jj];
-            score = jj < visible_keys(p, u, r) ? score * factor : neg_inf;
-        }
     }
     u.norms[0] = largest;
+    const float factor = p.scale * log2e;
+    for (std::size_t r = 0; r < p.rows; ++r) {
+        float* row = s.scores.data() + r * u.count;
+        const std::size_t visible = visible_keys(p, u, r);
+        for (std::size_t jj = 0; jj < visible; ++jj) row[jj] *= factor;
+        std::fill(row + visible, row + u.count, neg_inf);
+    }
     if (!p.row_terms) return;
     for (std::size_t r = 0; r < p.rows; ++r) {
         const ScoreTerms& terms = p.row_terms[u.g * p.rows + r];
@@ -316,24 +363,50 @@ void block_softmax(const DecodeProblem& p, const Unit& u, Scratch& s) {
     }
 }
 
-// [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group (a
-// masked key's weight is 0 and adds exactly nothing: the values are finite, or refused after).
+// Rows [0, N) of o gain Σ_t w_rt·v_t over a tile of `count` value rows from `first`, o_r held in
+// registers across the tile: each step of o is loaded and stored once a tile, not once a key, and
+// each step of a value row loaded (and converted) once for the N rows. Every element adds its keys
+// in their order.
+template <Storage type, std::size_t N>
+void value_tile(const float* weights, std::size_t weight_stride, const void* first, std::size_t count, std::size_t d,
+                float* o) {
+    const auto row = [&](std::size_t t) { return static_cast<const char*>(first) + t * d * element_bytes<type>; };
+    std::size_t k = 0;
+    for (; k + step<type> <= d; k += step<type>) {
+        Batch acc[N][parts<type>];
+        for (std::size_t r = 0; r < N; ++r)
+            for (std::size_t part = 0; part < parts<type>; ++part)
+                acc[r][part] = Batch::load_unaligned(o + r * d + k + part * W);
+        for (std::size_t t = 0; t < count; ++t) {
+            const auto v = step_at<type>(row(t), k);
+            for (std::size_t r = 0; r < N; ++r)
+                for (std::size_t part = 0; part < parts<type>; ++part)
+                    acc[r][part] = xsimd::fma(Batch(weights[r * weight_stride + t]), v[part], acc[r][part]);
+        }
+        for (std::size_t r = 0; r < N; ++r)
+            for (std::size_t part = 0; part < parts<type>; ++part)
+                acc[r][part].store_unaligned(o + r * d + k + part * W);
+    }
+    for (; k < d; ++k)
+        for (std::size_t r = 0; r < N; ++r)
+            for (std::size_t t = 0; t < count; ++t)
+                o[r * d + k] = std::fma(weights[r * weight_stride + t], element_at<type>(row(t), k), o[r * d + k]);
+}
+
+// [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group, W
+// rows a tile, their norms taken while they are in L1 (a masked key's weight is 0 and adds exactly
+// nothing: the values are finite, or refused after).
 template <Storage type>
 void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     float* o = u.partial + 2 * p.rows;
     std::fill(o, o + p.rows * p.d_v, 0.0f);
     double largest = 0.0;  // stored once, as block_scores does
-    const float* values[decode_value_tile];
-    for (std::size_t j0 = 0; j0 < u.count; j0 += decode_value_tile) {
-        const std::size_t count = std::min(decode_value_tile, u.count - j0);
-        for (std::size_t t = 0; t < count; ++t) {
-            prefetch_row(p.V, u.g, p.keys, u.j0 + j0 + t + prefetch_rows, p.d_v, element_bytes<type>);
-            values[t] = cached_row<type>(p.V, u.g, p.keys, u.j0 + j0 + t, p.d_v,
-                                         type == Storage::f32 ? nullptr : s.value.data() + t * p.d_v);  // f32: none
-            largest = larger(largest, squared_norm(values[t], p.d_v));
-        }
+    for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
+        const std::size_t count = std::min(W, u.count - j0);
+        const void* first = row_at<type>(p.V, u.g, p.keys, u.j0 + j0, p.d_v);
+        largest = larger(largest, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
-            value_tile<N>(s.scores.data() + r0 * u.count + j0, u.count, values, count, p.d_v, o + r0 * p.d_v);
+            value_tile<type, N>(s.scores.data() + r0 * u.count + j0, u.count, first, count, p.d_v, o + r0 * p.d_v);
         });
     }
     u.norms[1] = largest;
@@ -341,14 +414,14 @@ void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
 
 // A block no row may see (causal): m_b = −∞, ℓ_b = 0, o_b = 0, and its rows read only for their norms.
 template <Storage type>
-void unseen_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
+void unseen_block(const DecodeProblem& p, const Unit& u) {
     std::fill(u.partial, u.partial + p.rows, neg_inf);
     std::fill(u.partial + p.rows, u.partial + 2 * p.rows + p.rows * p.d_v, 0.0f);
     double keys = 0.0, values = 0.0;  // stored once, as block_scores does
-    for (std::size_t jj = 0; jj < u.count; ++jj) {
-        keys = larger(keys, squared_norm(cached_row<type>(p.K, u.g, p.keys, u.j0 + jj, p.d_k, s.key.data()), p.d_k));
-        values =
-            larger(values, squared_norm(cached_row<type>(p.V, u.g, p.keys, u.j0 + jj, p.d_v, s.value.data()), p.d_v));
+    for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
+        const std::size_t count = std::min(W, u.count - j0);
+        keys = larger(keys, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, count, p.d_k));
+        values = larger(values, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
     }
     u.norms[0] = keys;
     u.norms[1] = values;
@@ -360,7 +433,7 @@ void attend_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
     u.norms[0] = u.norms[1] = 0.0;
     bool seen = false;  // whether any row of the group may see any of the keys (causal skips the rest)
     for (std::size_t r = 0; r < p.rows && !seen; ++r) seen = visible_keys(p, u, r) > 0;
-    if (!seen) return unseen_block<type>(p, u, s);
+    if (!seen) return unseen_block<type>(p, u);
     block_scores<type>(p, u, query_rows<type>(p, u.g, s), s);
     block_softmax(p, u, s);
     block_values<type>(p, u, s);
@@ -414,7 +487,7 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     {
         record_team_size();
         thread_local Scratch scratch;
-        scratch.fit(size, p.d_k, p.d_v);
+        scratch.fit(size);
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(units); ++i) {
             const std::size_t g = std::size_t(i) / blocks, j0 = std::size_t(i) % blocks * block;

@@ -50,26 +50,21 @@ FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t
 }
 
 // The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `converts`: the cache is
-// 16-bit, so each key and value row is converted to floats, and the queries put in the same order.
+// 16-bit, so its rows are read in pair order, and the queries are put in the same order.
 template <class Count>
 struct DecodeScratch {
     Count scores;    // per thread: the rows × keys scores of one block, then its weights
-    Count rows;      // per thread: one key row and a tile of value rows as floats, and the group's queries reordered
+    Count rows;      // per thread: the group's queries reordered (a 16-bit cache)
     Count partials;  // on the calling thread: each unit's m, ℓ and o (d_v) per query row, and one row for the merge
     Count norms;     // on the calling thread: each unit's largest key and value norms (2 doubles: 4 floats)
     Count per_thread() const { return scores + rows; }
     Count shared() const { return partials + norms; }
 };
 
-// The decode kernel's values go past its rows of o in tiles of this many (simd/decode.cpp's
-// value_tile): a 16-bit cache converts a tile of value rows at a time.
-constexpr std::size_t decode_value_tile = 8;
-
 template <class Count>
 DecodeScratch<Count> decode_scratch(std::size_t rows, std::size_t keys_per_block, std::size_t units, std::size_t d_k,
                                     std::size_t d_v, bool converts) {
-    return {Count(rows) * Count(keys_per_block),
-            converts ? Count(d_k) + Count(decode_value_tile) * Count(d_v) + Count(rows) * Count(d_k) : Count(0),
+    return {Count(rows) * Count(keys_per_block), converts ? Count(rows) * Count(d_k) : Count(0),
             Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v), Count(units) * Count(4)};
 }
 
