@@ -30,21 +30,22 @@
 // into the caller's mask (simd.hpp's DecodeProblem), added times log₂e after the product is rounded,
 // as simd/fused.cpp adds them. A row whose every score is −∞ ends with ℓ = 0: output 0, L = −∞.
 //
-// The cache's type. A float cache is read in place. A 16-bit one is converted in registers as it is
-// read (never stored as floats), and the conversion is the cheap part of the trick: 2·W numbers are loaded as W 32-bit lanes, each lane
-// holding an even-numbered element in its low half and the next one in its high half. For bfloat16,
-// the top 16 bits of a float, the even elements are the lanes shifted left by 16 and the odd ones the
-// lanes with the low half cleared: two integer operations for 2·W floats. For float16, each half
-// moved to the float's exponent and mantissa positions (sign to bit 31, the 15 other bits shifted
-// left by 13) is a float 2¹¹² times too small (its exponent's bias is 15, a float's 127), subnormals
+// The cache's type. A float cache is read in place. A 16-bit one is converted in registers as it
+// is read, never stored as floats: 2·W numbers are loaded as W 32-bit lanes, each lane holding an
+// even-numbered element in its low half and the next one in its high half. For bfloat16, the top
+// 16 bits of a float, the even elements are the lanes shifted left by 16 and the odd ones the lanes
+// with the low half cleared: two integer operations for 2·W floats. For float16, each half moved to
+// the float's exponent and mantissa positions (sign to bit 31, the 15 other bits shifted left by
+// 13) is a float 2¹¹² times too small (its exponent's bias is 15, a float's 127), subnormals
 // included; one multiply by 2¹¹² makes it exact. A float16 ±∞ or NaN (exponent field 31) would come
 // out finite, so those lanes get their exponent field raised to a float's 255 first (three integer
 // operations): the kernel's norms then see them, and the caller refuses the cache. A converted row
-// thus has its elements in "pair order": in each full chunk of 2·W, the W even ones, then the W odd ones; the tail after the
-// last full chunk stays as it is. Dot products do not care about order as long as the query rows are
-// put in the same order (once per unit), and the unnormalised outputs o are summed in pair order and
-// put back in place by the merge. (F16C and AVX-512 have an instruction that converts float16 in
-// place order; this one conversion serves every instruction set instead, and costs as little.)
+// thus has its elements in "pair order": in each full chunk of 2·W, the W even ones, then the W odd
+// ones; the tail after the last full chunk stays as it is. Dot products do not care about order as
+// long as the query rows are put in the same order (once per unit), and the unnormalised outputs o
+// are summed in pair order and put back in place by the merge. (F16C and AVX-512 have an
+// instruction that converts float16 in place order; this one conversion serves every instruction
+// set instead.)
 //
 // Tiles. A dot product ends in a sum across the lanes of its accumulator, as costly as several
 // multiply-adds; the scores are therefore taken a tile of keys at a time, the tile's rows × keys
@@ -215,9 +216,9 @@ constexpr std::size_t rows_per_pass = 4;
 template <std::size_t N>
 constexpr std::size_t keys_per_tile = std::max<std::size_t>(1, W / N);
 
-// Where xsimd::haddp puts the sum of its batch i: lane i on SSE2, AVX and NEON, but xsimd 8.1's
-// AVX-512 version swaps lanes 2-3 with 4-5 in each eight. Found once, by summing unit vectors, so the
-// sums are read from wherever this version puts them.
+// Where xsimd::haddp puts the sum of its batch i. It should be lane i, but xsimd 8.1's AVX-512
+// version swaps lanes 2-3 with 4-5 in each eight; found once, by summing unit vectors, so the sums
+// are read from wherever the xsimd at hand puts them.
 const std::array<std::size_t, W>& haddp_lanes() {
     static const std::array<std::size_t, W> lanes = [] {
         Batch unit[W];
