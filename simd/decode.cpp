@@ -55,7 +55,7 @@
 // Checks. The caller must refuse a cache holding NaN or ±inf, or one whose products could leave the
 // float range (attention/guards.cpp), before it trusts the result; reading the cache once more for
 // that would double the memory traffic, so each unit also measures the largest norm of the key and
-// value rows it reads (a float sum of squares, from rows still in L1), and the call returns the
+// value rows it reads (a float sum of squares, as each row is first read), and the call returns the
 // largest per group. A block no row may see (causal) is still read for them.
 //
 // Scratch: per thread, a block's scores (rows × decode_keys) and, for a 16-bit cache, the group's
@@ -323,8 +323,8 @@ void in_passes(std::size_t rows, Pass&& pass) {
 }
 
 // [decode scores] s_rj = scale·log₂e·q_r·k_j (+ log₂e·term) for the unit's keys, every row of the
-// group against each tile of keys as it is read; −∞ where the row may not look (causal). The keys'
-// norms are taken W rows at a time, while those rows are in L1.
+// group against each tile of keys as it is read; −∞ where the row may not look (causal). W keys at a
+// time: their norms first (which brings them into L1), then their tiles.
 template <Storage type>
 void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch& s) {
     double largest = 0.0;  // kept here, stored once: units side by side share the cache line of u.norms
@@ -395,8 +395,8 @@ void value_tile(const float* weights, std::size_t weight_stride, const void* fir
 }
 
 // [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group, W
-// rows a tile, their norms taken while they are in L1 (a masked key's weight is 0 and adds exactly
-// nothing: the values are finite, or refused after).
+// rows a tile: their norms first (which brings them into L1), then the tile (a masked key's weight
+// is 0 and adds exactly nothing: the values are finite, or refused after).
 template <Storage type>
 void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     float* o = u.partial + 2 * p.rows;
