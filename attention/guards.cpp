@@ -12,6 +12,7 @@
 // A NaN or ±inf in a matrix makes its largest norm non-finite, and is refused as such.
 #include "attention/guards.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -19,9 +20,12 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
+#include "simd/simd.hpp"
+#include "simd/threads.hpp"
 
 namespace attn::guards {
 
@@ -36,12 +40,59 @@ void check_float_range(const std::string& who, const std::string& step, const st
                               " (half the largest float32, kept free for rounding)");
 }
 
-// max_i ‖row i of A‖, refused when A holds NaN or ±inf.
-double largest_row_norm(const std::string& who, const std::string& name, const Matrix& A) {
-    const double norm = max_row_norm(A);
+// `norm` (a largest row norm of A), refused when A holds NaN or ±inf.
+double finite_row_norm(const std::string& who, const std::string& name, const Matrix& A, double norm) {
     if (!std::isfinite(norm))
         throw std::invalid_argument(who + ": " + name + " (" + shape_string(A) + ") holds NaN or ±inf");
     return norm;
+}
+
+// max_i ‖row i of A‖, refused when A holds NaN or ±inf.
+double largest_row_norm(const std::string& who, const std::string& name, const Matrix& A) {
+    return finite_row_norm(who, name, A, max_row_norm(A));
+}
+
+// A NaN must win every comparison of norms, so that it is reported rather than skipped.
+double larger_norm(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
+
+// max_row_norm of each matrix, summed with the widest vectors (simd::largest_row_square). On the
+// multi-threaded backends (parallel, fused), for work that starts a team (`flops`, simd::use_team),
+// the rows are cut into pieces shared over the kernels' team: every call's check runs before its
+// kernels, and one core checking while the others wait is a visible share of a small call.
+std::vector<double> largest_row_norms(const std::vector<const Matrix*>& matrices, Backend backend, double flops) {
+    constexpr std::size_t piece_floats = std::size_t(1) << 14;  // 64 KiB of rows a piece: a few µs of work
+    struct Piece {
+        std::size_t matrix, first, rows;
+    };
+    std::vector<Piece> pieces;
+    for (std::size_t i = 0; i < matrices.size(); ++i) {
+        const Matrix& A = *matrices[i];
+        if (A.cols() == 0) continue;  // no row has a length: its norm stays 0, however many rows it claims
+        const std::size_t rows = std::max<std::size_t>(1, piece_floats / A.cols());
+        for (std::size_t first = 0; first < A.rows(); first += rows)
+            pieces.push_back({i, first, std::min(rows, A.rows() - first)});
+    }
+    std::vector<double> piece_norms(pieces.size());
+    const bool team = (backend == Backend::parallel || backend == Backend::fused) && simd::max_threads() > 1 &&
+                      simd::use_team(simd::Threads::all, flops, pieces.size());
+    const auto measure = [&](std::size_t k) {
+        const Matrix& A = *matrices[pieces[k].matrix];
+        const float* first = A.data() + pieces[k].first * A.cols();
+        // The vector sum in float is kept on the terms of max_row_norm (matrix/norms.cpp), which hold
+        // for any order of the sum: no square overflowed, and the largest is far from the subnormals.
+        // Any other piece (huge or tiny entries, NaN, ±inf) is measured again by max_row_norm.
+        const float square = simd::largest_row_square(first, pieces[k].rows, A.cols());
+        piece_norms[k] = square >= 0x1p-60f && square <= std::numeric_limits<float>::max()
+                             ? std::sqrt(double(square))
+                             : max_row_norm(Matrix::borrow(first, pieces[k].rows, A.cols()));
+    };
+    if (team) simd::for_each_in_team(pieces.size(), simd::Threads::all, measure);
+    else  // on the calling thread, starting no team: the team a caller reports stays the kernels'
+        for (std::size_t k = 0; k < pieces.size(); ++k) measure(k);
+    std::vector<double> norms(matrices.size(), 0.0);
+    for (std::size_t k = 0; k < pieces.size(); ++k)
+        norms[pieces[k].matrix] = larger_norm(norms[pieces[k].matrix], piece_norms[k]);
+    return norms;
 }
 
 }  // namespace
@@ -87,8 +138,9 @@ void check_row_norms(const RowNorms& largest, std::size_t n, std::size_t m, std:
 
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention";
-    check_row_norms({max_row_norm(Q), max_row_norm(K), max_row_norm(V)}, Q.rows(), K.rows(), Q.cols(), V.cols(),
-                    options.names);
+    const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
+    const std::vector<double> norms = largest_row_norms({&Q, &K, &V}, options.backend, flops);
+    check_row_norms({norms[0], norms[1], norms[2]}, Q.rows(), K.rows(), Q.cols(), V.cols(), options.names);
     if (options.mask && options.mask->kind == ScoreMask::Kind::additive)
         check_mask_values(who, *options.mask, Q.rows(), K.rows());
 }
@@ -158,10 +210,11 @@ GradientBounds check_backward_values(const Matrix& Q, const Matrix& K, const Mat
                                      const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention_backward";
     const OperandNames& name = options.names;
-    const double q = largest_row_norm(who, name.Q, Q), k = largest_row_norm(who, name.K, K),
-                 v = largest_row_norm(who, name.V, V);
-    const double g = largest_row_norm(who, name.dO, dO);
     const double n = double(Q.rows()), m = double(K.rows());
+    const std::vector<double> norms =
+        largest_row_norms({&Q, &K, &V, &dO}, options.backend, 4.0 * n * m * double(Q.cols() + V.cols()));
+    const double q = finite_row_norm(who, name.Q, Q, norms[0]), k = finite_row_norm(who, name.K, K, norms[1]),
+                 v = finite_row_norm(who, name.V, V, norms[2]), g = finite_row_norm(who, name.dO, dO, norms[3]);
     // |dα_ij| = |do_i·v_j| ≤ g·v, and so is rowsum(dα ⊙ α) (α ≥ 0 sums to 1), so |dα_ij − rowsum| ≤ 2·g·v;
     // dV sums n terms α·do, dQ sums m terms dS·k, dK sums n terms dS·q (scale ≤ 1 only shrinks them).
     const GradientBounds bounds{.dQ = 2 * m * g * v * k, .dK = 2 * n * g * v * q, .dV = n * g};

@@ -1,6 +1,6 @@
 // attention/heads.cpp — many heads, each one the single head of attention.cpp on its own slice: the
-// shapes checked, everything charged once, then one single-head call per head, its results written
-// in place into the stacks of heads. Query head h of batch b reads key/value head h / G (G = H / H_kv
+// shapes checked, everything charged once, then one single-head call per head (which checks its own
+// values, on the thread about to read them), its results written in place into the stacks of heads. Query head h of batch b reads key/value head h / G (G = H / H_kv
 // query heads per key/value head), borrowed where it lies: nothing is copied.
 //
 // Threads: many heads at once keep every core busy where one small head cannot. When there are at
@@ -16,7 +16,11 @@
 // floats and runs the float path above, so Backend::naive stays the reference.
 #include "attention/heads.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -97,14 +101,30 @@ Schedule schedule_of(std::size_t units, Backend backend) {
     return {spread, spread ? threads : 1};
 }
 
-// body(0), …, body(count − 1): over a team, one index per thread at a time, or in order.
+// body(0), …, body(count − 1): over a team, one index per thread at a time, or in order. When a body
+// throws, the error of the lowest index is the call's, whatever the thread count (the units after
+// one that failed are skipped: their errors could not be it), and no result is returned.
 template <class Body>
 void run_units(std::size_t count, const Schedule& schedule, Body&& body) {
     if (!schedule.heads_at_once) {
         for (std::size_t i = 0; i < count; ++i) body(i);
         return;
     }
-    simd::for_each_in_team(count, simd::Threads::all, [&](std::size_t i) { body(i); });
+    std::vector<std::exception_ptr> errors(count);
+    std::atomic<std::size_t> first_failed{count};
+    std::mutex failing;
+    simd::for_each_in_team(count, simd::Threads::all, [&](std::size_t i) {
+        if (i > first_failed.load(std::memory_order_relaxed)) return;
+        try {
+            body(i);
+        } catch (...) {
+            const std::lock_guard lock(failing);
+            errors[i] = std::current_exception();
+            first_failed.store(std::min(first_failed.load(), i));
+        }
+    });
+    for (const std::exception_ptr& error : errors)
+        if (error) std::rethrow_exception(error);
 }
 
 // The options of head (b, h)'s call: its slice of the mask; when heads run at once (`alone`), its
@@ -175,15 +195,15 @@ std::vector<backends::Buffer> forward_results(const Layout& x, const AttentionOp
     return results;
 }
 
-// Every head's shapes and values (the mask's among them), before any head runs.
+// Every head's shapes, before any head runs. Its values (the float range, the mask's terms) are
+// checked by its own call, on the thread that then reads the same rows for its kernels.
 void check_every_head(const HeadsView& Q, const HeadsView& K, const HeadsView& V, const Layout& x,
                       const AttentionOptions& run) {
     for (std::size_t i = 0; i < x.count(); ++i) {
         const std::size_t b = i / x.heads, h = i % x.heads;
         const HeadOptions head(run, b, h);
-        const Matrix Qh = Q.head(b, h), Kh = K.head(b, h / x.group), Vh = V.head(b, h / x.group);
-        guards::check_attention_shapes(Qh, Kh, Vh, head.options, AttentionResult{});
-        guards::check_attention_values(Qh, Kh, Vh, head.options);
+        guards::check_attention_shapes(Q.head(b, h), K.head(b, h / x.group), V.head(b, h / x.group), head.options,
+                                       AttentionResult{});
     }
 }
 
@@ -202,7 +222,7 @@ Plan forward_plan(const Layout& x, const Schedule& schedule, const AttentionOpti
     return plan;
 }
 
-// The float forward, charged already (`run`): every head checked, then one single-head call each.
+// The float forward, charged already (`run`): every head's shapes checked, then one single-head call each.
 HeadsResult forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsView& V, const Layout& x,
                           const Schedule& schedule, const AttentionOptions& run) {
     check_every_head(Q, K, V, x, run);
@@ -402,7 +422,7 @@ struct BackwardCall {
     const Schedule& schedule;
 };
 
-// Every head's shapes and values, before any head runs.
+// Every head's shapes, before any head runs; its values, by its own call (as the forward's).
 void check_every_head(const BackwardCall& c) {
     for (std::size_t i = 0; i < c.x.count(); ++i) {
         const std::size_t b = i / c.x.heads, h = i % c.x.heads;
@@ -411,7 +431,6 @@ void check_every_head(const BackwardCall& c) {
                      dOh = c.dO.head(b, h);
         guards::check_backward_shapes(Qh, Kh, Vh, forward_of(c.forward, i, c.run.backend), dOh, head.options,
                                       AttentionGradients{});
-        guards::check_backward_values(Qh, Kh, Vh, dOh, head.options);
     }
 }
 

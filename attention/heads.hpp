@@ -48,6 +48,8 @@ struct HeadsResult {
 // share the threads out over (batch, head, query block), so many small heads keep every core busy.
 // options.mask is read with all four strides. Checks every shape first (std::invalid_argument
 // naming the operands' shapes); with options.budget, everything is charged before any head runs.
+// Each head's values are checked by its own call; of several heads that fail, the lowest one's
+// error is thrown, whatever the thread count.
 HeadsResult scaled_dot_product_attention(const HeadsView& Q, const HeadsView& K, const HeadsView& V,
                                          const AttentionOptions& options = {});
 

@@ -11,8 +11,7 @@ namespace attn {
 static double larger(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
 
 // Σ_k x_k², summed in `Sum`. Eight partial sums, each in its own order, let the compiler use vector
-// instructions without reassociating any one of them: this check runs on every attention call, where
-// a one-accumulator loop is a visible share of a fused core (BM_core/fused).
+// instructions without reassociating any one of them.
 template <class Sum>
 static Sum sum_of_squares(std::span<const float> x) {
     Sum part[8] = {};
@@ -27,9 +26,9 @@ static Sum sum_of_squares(std::span<const float> x) {
 
 double norm(std::span<const float> x) { return std::sqrt(sum_of_squares<double>(x)); }  // a float square can overflow
 
-// The guard of every call takes this of Q, K and V, on one thread: the other threads of the fast
-// paths wait for it. So a row is summed in float first, four lanes a vector instead of two (SSE2).
-// That sum is kept where it lies in [2⁻⁶⁰, FLT_MAX]: no square overflowed,
+// Every call's guard needs this of Q, K and V before any work, so a row is summed in float first, four
+// lanes a vector instead of two (SSE2; the guards sum with the widest vectors, attention/guards.cpp,
+// and come here for what that sum does not settle). It is kept where it lies in [2⁻⁶⁰, FLT_MAX]: no square overflowed,
 // and squares too small to be normal floats add less than d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then
 // within d·2⁻²⁴ (relative) of the exact sum, which a bound kept under half the float range never
 // notices. Any other row (huge or tiny entries, NaN, ±inf) is summed again in double. The lengths

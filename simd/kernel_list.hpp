@@ -31,6 +31,7 @@
     X(void, softmax_rows_in_place, (Matrix & S, float scale, Threads threads), (S, scale, threads))                    \
     X(void, softmax_gradient_rows_in_place, (const Matrix& P, Matrix& G, Threads threads), (P, G, threads))            \
     X(float, dot, (const float* a, const float* b, std::size_t n), (a, b, n))                                          \
+    X(float, largest_row_square, (const float* rows, std::size_t count, std::size_t n), (rows, count, n))              \
     X(void, axpy, (float factor, const float* x, float* y, std::size_t n), (factor, x, y, n))                          \
     X(float, exp_and_sum, (std::span<float> x, float shift), (x, shift))                                               \
     X(float, exp2_and_sum, (std::span<float> x, float shift), (x, shift))                                              \

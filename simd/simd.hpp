@@ -167,6 +167,9 @@ float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
 float fma_chains(std::size_t steps);   // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
 float pair_chains(std::size_t steps);  // the same with vdpbf16ps (two products a lane); needs bf16_instructions()
+// max_i Σ_k x_ik² over `count` rows of n floats (row-major), each summed in float by dot (0 for none);
+// NaN as soon as a row gives NaN. The guards' check of every call (attention/guards.cpp).
+float largest_row_square(const float* rows, std::size_t count, std::size_t n);
 
 // Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
 // the target: "sse2", "avx2" (with FMA), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"

@@ -1,5 +1,5 @@
 // simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the online softmax's rescale factors,
-// W rows at once): the xsimd loop shape
+// W rows at once; the largest squared row length, a dot a row): the xsimd loop shape
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
@@ -7,9 +7,9 @@
 // dot, axpy and row_max end with that scalar tail; exp_and_sum and exp2_and_sum instead pad their
 // tail to a full batch with −∞, so that every element goes through the same vector exponential.
 //
-// dot is not called by the chain: the GEMM (gemm.cpp) computes a whole register tile of dot
+// The chain's steps do not call dot: the GEMM (gemm.cpp) computes a whole register tile of dot
 // products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
-// the microkernel — and the tests check it against the plain sum.
+// the microkernel — and the tests check it against the plain sum; the guards' row lengths use it.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -37,6 +37,17 @@ float dot(const float* a, const float* b, std::size_t n) {
     float sum = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
     for (; k < n; ++k) sum = std::fma(a[k], b[k], sum);
     return sum;
+}
+
+float largest_row_square(const float* rows, std::size_t count, std::size_t n) {
+    float largest = 0.0f;
+    for (std::size_t i = 0; i < count; ++i) {
+        const float* row = rows + i * n;
+        const float square = dot(row, row, n);
+        if (std::isnan(square)) return square;  // a NaN must come out, whatever rows follow
+        largest = std::max(largest, square);
+    }
+    return largest;
 }
 
 void axpy(float factor, const float* x, float* y, std::size_t n) {

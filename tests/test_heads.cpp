@@ -344,7 +344,7 @@ TEST_CASE("shapes that do not fit are refused naming both operands' shapes", "[h
                       Catch::Contains("scaled_dot_product_attention_backward: dO (2×4×5×7) must be 2×4×5×8"));
 }
 
-TEST_CASE("an additive mask with NaN or +inf is refused before any work", "[heads][mask][errors]") {
+TEST_CASE("an additive mask with NaN or +inf is refused", "[heads][mask][errors]") {
     std::mt19937 rng(552);
     const Heads Q = random_heads({1, 2, 3, 4}, rng);
     for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
@@ -358,6 +358,26 @@ TEST_CASE("an additive mask with NaN or +inf is refused before any work", "[head
         CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q.view(), Q.view(), Q.view(), {.mask = &mask}),
                           Catch::StartsWith("scaled_dot_product_attention: the mask's term for query 1, key 1 is"));
     }
+}
+
+TEST_CASE("with bad values in several heads, the lowest head's error is the call's, for any thread count",
+          "[heads][errors][parallel]") {
+    // 32 heads of 8 rows (not the decode kernel's few): with two threads they run at once, and a later
+    // head may fail first.
+    std::mt19937 rng(557);
+    const Heads Q = random_heads({1, 32, 8, 8}, rng), K = random_heads({1, 8, 8, 8}, rng);
+    std::vector<float> terms(32 * 8 * 8, 0.0f);
+    terms[25 * 64 + 0 * 8 + 3] = NAN;      // head 25, query 0, key 3
+    terms[9 * 64 + 2 * 8 + 1] = INFINITY;  // head 9, query 2, key 1
+    const ScoreMask mask{ScoreMask::Kind::additive, terms.data(), 0, 64, 8, 1};
+    for (const Backend b : all_backends)
+        for (const int threads : {1, 2}) {
+            INFO(attn::to_string(b) << ", " << threads << " threads");
+            CHECK_THROWS_WITH(
+                attn::scaled_dot_product_attention(Q.view(), K.view(), K.view(),
+                                                   {.mask = &mask, .threads = threads, .backend = b}),
+                Catch::StartsWith("scaled_dot_product_attention: the mask's term for query 2, key 1 is +∞"));
+        }
 }
 
 TEST_CASE("bf16 runs on the heads, on the fused backend", "[heads][bf16]") {

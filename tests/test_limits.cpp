@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "attention/attention.hpp"
@@ -164,6 +166,37 @@ TEST_CASE("values that would leave float32 range are refused alike by every back
     for (Backend b : all_backends)
         CHECK(attn::scaled_dot_product_attention(q, k, v, {.backend = b}).output(0, 0) ==
               Approx(want(0, 0)).epsilon(1e-6));
+}
+
+TEST_CASE(
+    "large operands are checked in pieces over the team: a bad row anywhere is found, a rare row measured exactly",
+    "[limits][range]") {
+    // 512 rows of 64: a call that starts a team, whose checks split the rows into pieces of 256 rows.
+    std::mt19937 rng(71);
+    const Matrix Q = attn::random_matrix(512, 64, rng), K = attn::random_matrix(512, 64, rng);
+    for (Backend b : all_backends)
+        for (const int threads : {1, 2})
+            for (const std::size_t row : {std::size_t{0}, std::size_t{300}, std::size_t{511}}) {
+                INFO(attn::to_string(b) << ", " << threads << " threads, bad row " << row);
+                const attn::AttentionOptions o{.threads = threads, .backend = b};
+                Matrix V = K;
+                V(row, 63) = NAN;
+                CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, K, V, o), Contains("V (512×64) holds NaN"));
+                V(row, 63) = -INFINITY;
+                CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, K, V, o), Contains("V (512×64) holds NaN"));
+                // A square beyond float (1e20² > FLT_MAX) with a product inside it: measured in double, accepted.
+                Matrix big_q = Q, tiny_k = K;
+                big_q(row, 5) = 1e20f;
+                for (float& x : std::span(tiny_k.data(), tiny_k.size())) x *= 1e-22f;  // squares below 2⁻⁶⁰
+                const Matrix out = attn::scaled_dot_product_attention(big_q, tiny_k, K, o).output;
+                CHECK(std::all_of(out.data(), out.data() + out.size(), [](float x) { return std::isfinite(x); }));
+                // … and a row just past the bound of step 3 is refused, whichever piece it is in.
+                big_q(row, 5) = 3e19f;
+                Matrix big_k = K;
+                big_k(511 - row, 7) = 1e19f;
+                CHECK_THROWS_WITH(attn::scaled_dot_product_attention(big_q, big_k, K, o),
+                                  Contains("step 3 (S = Q·Kᵀ)"));
+            }
 }
 
 TEST_CASE("the memory a call needs is known before it allocates, and a budget refuses with the sizes",

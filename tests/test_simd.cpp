@@ -92,6 +92,37 @@ TEST_CASE("simd row_max finds the largest element at every position of every len
     attn::simd::set_isa(chosen);
 }
 
+TEST_CASE("simd largest_row_square is the largest Σ x² over rows of every length 0 to 70, and NaN wherever one is",
+          "[simd][vector]") {
+    const std::string chosen = attn::simd::isa();
+    std::mt19937 rng(5);
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        attn::simd::set_isa(isa);
+        CHECK(attn::simd::largest_row_square(nullptr, 0, 8) == 0.0f);
+        for (std::size_t n = 0; n <= 70; ++n)
+            for (std::size_t rows = 1; rows <= 5; ++rows) {
+                INFO(isa << ": " << rows << " rows of " << n);
+                Matrix A = random_matrix(rows, n, rng);
+                double want = 0.0;
+                for (std::size_t i = 0; i < rows; ++i) {
+                    double sum = 0.0;
+                    for (std::size_t k = 0; k < n; ++k) sum += double(A(i, k)) * A(i, k);
+                    want = std::max(want, sum);
+                }
+                // a float sum of n squares: within n·2⁻²⁴ of the exact one, relative
+                CHECK(attn::simd::largest_row_square(A.data(), rows, n) ==
+                      Approx(want).epsilon(double(n + 1) * 0x1p-24).margin(1e-30));
+                if (n == 0) continue;
+                A(rows - 1, n - 1) = NAN;  // in the last row's tail or last batch: it must come out
+                CHECK(std::isnan(attn::simd::largest_row_square(A.data(), rows, n)));
+                A(rows - 1, n - 1) = 0.0f;
+                A(0, 0) = INFINITY;
+                CHECK(attn::simd::largest_row_square(A.data(), rows, n) == INFINITY);
+            }
+    }
+    attn::simd::set_isa(chosen);
+}
+
 TEST_CASE("vectorised exp is within 2e-7 relative of exp over [-87, 0]", "[simd][softmax]") {
     // The softmax only ever exponentiates x − max ≤ 0; below −87.3 results are denormal and then 0.
     const std::size_t n = 100003;  // odd, so the tail is exercised too
