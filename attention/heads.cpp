@@ -1,7 +1,8 @@
 // attention/heads.cpp — many heads, each one the single head of attention.cpp on its own slice: the
 // shapes checked, everything charged once, then one single-head call per head (which checks its own
-// values, on the thread about to read them), its results written in place into the stacks of heads. Query head h of batch b reads key/value head h / G (G = H / H_kv
-// query heads per key/value head), borrowed where it lies: nothing is copied.
+// values, on the thread about to read them), its results written in place into the stacks of heads.
+// Query head h of batch b reads key/value head h / G (G = H / H_kv query heads per key/value head),
+// borrowed where it lies: nothing is copied.
 //
 // Threads: many heads at once keep every core busy where one small head cannot. When there are at
 // least two heads per thread, the heads are shared out over a team, one head on one thread (each
@@ -222,7 +223,8 @@ Plan forward_plan(const Layout& x, const Schedule& schedule, const AttentionOpti
     return plan;
 }
 
-// The float forward, charged already (`run`): every head's shapes checked, then one single-head call each.
+// The float forward, charged already (`run`): every head's shapes checked, then one single-head call
+// each.
 HeadsResult forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsView& V, const Layout& x,
                           const Schedule& schedule, const AttentionOptions& run) {
     check_every_head(Q, K, V, x, run);
