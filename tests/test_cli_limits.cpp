@@ -421,12 +421,27 @@ TEST_CASE("attn run on heads: --max-memory charges every head and the mask befor
     CHECK_THAT(refused.err, Contains(q + ", " + q + ", " + q + ": "));
     CHECK(!std::filesystem::exists(dir.at("out")));
     CHECK(run_attn(core + " --backend fused --out " + dir.at("out")).status == 0);  // no α: it fits
-    // the backward of every head is charged too: where the forward fits and its gradients do not,
-    // the run is refused and nothing is written (one thread: the kernels' scratch is charged per thread)
-    const std::string fused = "run --q " + q + " --k " + q + " --v " + q + " --backend fused --max-memory 1500K";
-    CHECK(run_attn(fused + " --out " + dir.at("forward"), "OMP_NUM_THREADS=1").status == 0);
-    check_refused(run_attn(fused + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"),
-                  "more than the --max-memory limit");
+    // the backward of every head is charged too: at the least limit the forward fits in, its gradients
+    // do not, and the run is refused with nothing written. That limit depends on the kernels' scratch,
+    // so on the blocking this CPU's caches give them: found by halving, in steps of 64 KiB (the three
+    // gradients alone take 384 KiB). One thread: the kernels' scratch is charged per thread.
+    const auto fused = [&](std::size_t kib) {
+        return "run --q " + q + " --k " + q + " --v " + q + " --backend fused --max-memory " + std::to_string(kib) +
+               "K";
+    };
+    const auto forward_fits = [&](std::size_t steps) {
+        return run_attn(fused(64 * steps) + " --out " + dir.at("forward"), "OMP_NUM_THREADS=1").status == 0;
+    };
+    std::size_t refused_at = 4, fits_at = 256;  // steps: 256 KiB holds less than the inputs, 16 MiB all
+    REQUIRE(!forward_fits(refused_at));
+    REQUIRE(forward_fits(fits_at));
+    while (fits_at - refused_at > 1) {
+        const std::size_t middle = (refused_at + fits_at) / 2;
+        (forward_fits(middle) ? fits_at : refused_at) = middle;
+    }
+    check_refused(
+        run_attn(fused(64 * fits_at) + " --grad-output " + q + " --out " + dir.at("grad"), "OMP_NUM_THREADS=1"),
+        "more than the --max-memory limit");
     CHECK(!std::filesystem::exists(dir.at("grad")));
     // a mask is charged as it is read, a byte per bool (as floats it would need 8 MiB)
     std::string bits = attn::npy_header({1, 8, 512, 512});
