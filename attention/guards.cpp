@@ -55,10 +55,11 @@ double largest_row_norm(const std::string& who, const std::string& name, const M
 // A NaN must win every comparison of norms, so that it is reported rather than skipped.
 double larger_norm(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
 
-// max_row_norm of each matrix, summed with the widest vectors (simd::largest_row_square). On the
-// multi-threaded backends (parallel, fused), for work that starts a team (`flops`, simd::use_team),
-// the rows are cut into pieces shared over the kernels' team: every call's check runs before its
-// kernels, and one core checking while the others wait is a visible share of a small call.
+// max_row_norm of each matrix. The fast backends sum with the widest vectors (simd::largest_row_square);
+// the naive one, which a build without simd/ still has, with max_row_norm alone. On the multi-threaded
+// backends (parallel, fused), for work that starts a team (`flops`, simd::use_team), the rows are cut
+// into pieces shared over the kernels' team: every call's check runs before its kernels, and one core
+// checking while the others wait is a visible share of a small call.
 std::vector<double> largest_row_norms(const std::vector<const Matrix*>& matrices, Backend backend, double flops) {
     constexpr std::size_t piece_floats = std::size_t(1) << 14;  // 64 KiB of rows a piece: a few µs of work
     struct Piece {
@@ -80,8 +81,10 @@ std::vector<double> largest_row_norms(const std::vector<const Matrix*>& matrices
         const float* first = A.data() + pieces[k].first * A.cols();
         // The vector sum in float is kept on the terms of max_row_norm (matrix/norms.cpp), which hold
         // for any order of the sum: no square overflowed, and the largest is far from the subnormals.
-        // Any other piece (huge or tiny entries, NaN, ±inf) is measured again by max_row_norm.
-        const float square = simd::largest_row_square(first, pieces[k].rows, A.cols());
+        // Any other piece (huge or tiny entries, NaN, ±inf) is measured again by max_row_norm, and so
+        // is every piece on the naive backend (its square 0 is outside that range).
+        const float square =
+            backend == Backend::naive ? 0.0f : simd::largest_row_square(first, pieces[k].rows, A.cols());
         piece_norms[k] = square >= 0x1p-60f && square <= std::numeric_limits<float>::max()
                              ? std::sqrt(double(square))
                              : max_row_norm(Matrix::borrow(first, pieces[k].rows, A.cols()));
