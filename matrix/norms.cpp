@@ -26,13 +26,13 @@ static Sum sum_of_squares(std::span<const float> x) {
 
 double norm(std::span<const float> x) { return std::sqrt(sum_of_squares<double>(x)); }  // a float square can overflow
 
-// Every call's guard needs this of Q, K and V before any work, so a row is summed in float first, four
-// lanes a vector instead of two (SSE2; the guards sum with the widest vectors, attention/guards.cpp,
-// and come here for what that sum does not settle). It is kept where it lies in [2⁻⁶⁰, FLT_MAX]: no square overflowed,
-// and squares too small to be normal floats add less than d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then
-// within d·2⁻²⁴ (relative) of the exact sum, which a bound kept under half the float range never
-// notices. Any other row (huge or tiny entries, NaN, ±inf) is summed again in double. The lengths
-// are compared squared, and √ taken once.
+// Every call's guard needs this of Q, K and V before any work, so a row is summed in float first,
+// four lanes a vector instead of two (SSE2; on the fast backends the guards sum with the widest
+// vectors, attention/guards.cpp, and come here for what that sum does not settle). It is kept where
+// it lies in [2⁻⁶⁰, FLT_MAX]: no square overflowed, and squares too small to be normal floats add
+// less than d·2⁻¹²⁶, nothing beside 2⁻⁶⁰; it is then within d·2⁻²⁴ (relative) of the exact sum,
+// which a bound kept under half the float range never notices. Any other row (huge or tiny
+// entries, NaN, ±inf) is summed again in double. The lengths are compared squared, and √ taken once.
 double max_row_norm(const Matrix& A) {
     double largest = 0.0;               // of the squared lengths
     if (A.cols() == 0) return largest;  // a header may claim 2⁶² empty rows: don't walk them
