@@ -52,9 +52,6 @@ double largest_row_norm(const std::string& who, const std::string& name, const M
     return finite_row_norm(who, name, A, max_row_norm(A));
 }
 
-// A NaN must win every comparison of norms, so that it is reported rather than skipped.
-double larger_norm(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
-
 // max_row_norm of each matrix. The fast backends sum with the widest vectors (simd::largest_row_square);
 // the naive one, which a build without simd/ still has, with max_row_norm alone. On the multi-threaded
 // backends (parallel, fused), for work that starts a team (`flops`, simd::use_team), the rows are cut

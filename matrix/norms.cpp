@@ -7,8 +7,7 @@
 
 namespace attn {
 
-// A NaN must win every comparison here, so that it is reported rather than skipped.
-static double larger(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
+double larger_norm(double a, double b) { return (std::isnan(a) || a >= b) ? a : b; }
 
 // Σ_k x_k², summed in `Sum`. Eight partial sums, each in its own order, let the compiler use vector
 // instructions without reassociating any one of them.
@@ -39,7 +38,7 @@ double max_row_norm(const Matrix& A) {
     for (std::size_t i = 0; i < A.rows(); ++i) {
         const float fast = sum_of_squares<float>(A.row(i));
         const bool exact_enough = fast >= 0x1p-60f && fast <= std::numeric_limits<float>::max();
-        largest = larger(largest, exact_enough ? double(fast) : sum_of_squares<double>(A.row(i)));
+        largest = larger_norm(largest, exact_enough ? double(fast) : sum_of_squares<double>(A.row(i)));
     }
     return std::sqrt(largest);
 }
@@ -50,7 +49,7 @@ double max_col_norm(const Matrix& A) {
     for (std::size_t i = 0; i < A.rows(); ++i)
         for (std::size_t j = 0; j < A.cols(); ++j) sums[j] += double(A(i, j)) * A(i, j);
     double result = 0.0;
-    for (double sum : sums) result = larger(result, std::sqrt(sum));
+    for (double sum : sums) result = larger_norm(result, std::sqrt(sum));
     return result;
 }
 
