@@ -51,12 +51,13 @@ struct Blocking {
     std::size_t fused_rows;  // fused: query rows per block, a multiple of MR, from L2
     // decode (simd/decode.cpp): keys per block of the cache, each block's softmax computed on one
     // thread and merged after. Fixed, never from the thread count, so that the blocks, and with them
-    // the bits of the result, are the same for any team. 256 keys: a block's scores for the 4 query
-    // rows of a group take 4 KiB (32 KiB at 32 rows), in L1 or L2 with room to spare, and the
-    // (m, ℓ, o) it leaves for the merge, d_v + 2 floats per query row, is small beside the 2·256
-    // cached rows it reads (under 1% for those 4 rows); a cache of S = 4096 keys is 16 blocks a
-    // head, enough to share out.
-    std::size_t decode_keys = 256;
+    // the bits of the result, are the same for any team. 1024 keys: a block's scores for the 4 query
+    // rows of a group take 16 KiB (128 KiB at 32 rows), in L1 or L2; the (m, ℓ, o) it leaves for the
+    // merge, d_v + 2 floats per query row, is small beside the 2·1024 cached rows it reads; a cache
+    // of S = 4096 keys is 4 blocks a head, enough to share over 2 threads. Longer blocks start cold
+    // less often: the first rows of a block's values (and of its keys, when the block before went to
+    // another thread) are read with no prefetch ahead of them (BM_decode measures the length).
+    std::size_t decode_keys = 1024;
 };
 
 // The model applied to any caches, for a register tile NR floats wide (pure: the tests feed it
