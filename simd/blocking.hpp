@@ -55,8 +55,9 @@ struct Blocking {
     // rows of a group take 16 KiB (128 KiB at 32 rows), in L1 or L2; the (m, ℓ, o) it leaves for the
     // merge, d_v + 2 floats per query row, is small beside the 2·1024 cached rows it reads; a cache
     // of S = 4096 keys is 4 blocks a head, enough to share over 2 threads. Longer blocks start cold
-    // less often: the first rows of a block's values (and of its keys, when the block before went to
-    // another thread) are read with no prefetch ahead of them (BM_decode measures the length).
+    // less often: the first rows of a block's keys and values were asked for ahead only at the end of
+    // the block before, which another thread may have taken, and its values a whole pass over the
+    // keys earlier (BM_decode measures the length).
     std::size_t decode_keys = 1024;
 };
 
