@@ -71,6 +71,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "matrix/norms.hpp"
 #include "simd/batch.hpp"
 #include "simd/kernels.hpp"
 #include "simd/score_terms.hpp"
@@ -187,9 +188,6 @@ struct Unit {
     double* norms;   // the largest ‖k_j‖² and ‖v_j‖² of its keys and values
 };
 
-// The larger of a and b, a NaN winning: it is to be reported, never passed over.
-double larger(double a, double b) { return std::isnan(a) || a >= b ? a : b; }
-
 // How many of the unit's keys row r may see: causal, keys up to its position; else all.
 std::size_t visible_keys(const DecodeProblem& p, const Unit& u, std::size_t r) {
     if (!p.causal) return u.count;
@@ -303,7 +301,7 @@ double largest_square(const void* cache, std::size_t g, std::size_t keys, std::s
             square = 0.0;
             for (std::size_t e = 0; e < n; ++e) square += double(x(e)) * x(e);
         }
-        largest = larger(largest, square);
+        largest = larger_norm(largest, square);
     }
     return largest;
 }
@@ -330,7 +328,7 @@ void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch
     double largest = 0.0;  // kept here, stored once: units side by side share the cache line of u.norms
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t rows = std::min(W, u.count - j0);
-        largest = larger(largest, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, rows, p.d_k));
+        largest = larger_norm(largest, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, rows, p.d_k));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
             for (std::size_t jj = j0; jj < j0 + rows; jj += keys_per_tile<N>)
                 key_tile<type, N>(p, q + r0 * p.d_k, u.g, u.j0 + jj, std::min(keys_per_tile<N>, j0 + rows - jj),
@@ -405,7 +403,7 @@ void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t count = std::min(W, u.count - j0);
         const void* first = row_at<type>(p.V, u.g, p.keys, u.j0 + j0, p.d_v);
-        largest = larger(largest, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
+        largest = larger_norm(largest, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
             value_tile<type, N>(s.scores.data() + r0 * u.count + j0, u.count, first, count, p.d_v, o + r0 * p.d_v);
         });
@@ -421,8 +419,8 @@ void unseen_block(const DecodeProblem& p, const Unit& u) {
     double keys = 0.0, values = 0.0;  // stored once, as block_scores does
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t count = std::min(W, u.count - j0);
-        keys = larger(keys, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, count, p.d_k));
-        values = larger(values, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
+        keys = larger_norm(keys, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, count, p.d_k));
+        values = larger_norm(values, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
     }
     u.norms[0] = keys;
     u.norms[1] = values;
@@ -504,8 +502,8 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     for (std::size_t g = 0; g < p.groups; ++g) {  // the group's largest norms: the largest of its blocks'
         double key = 0.0, value = 0.0;
         for (std::size_t b = 0; b < blocks; ++b) {
-            key = larger(key, unit_norms[2 * (g * blocks + b)]);
-            value = larger(value, unit_norms[2 * (g * blocks + b) + 1]);
+            key = larger_norm(key, unit_norms[2 * (g * blocks + b)]);
+            value = larger_norm(value, unit_norms[2 * (g * blocks + b) + 1]);
         }
         p.largest_norms[2 * g] = std::sqrt(key);
         p.largest_norms[2 * g + 1] = std::sqrt(value);
