@@ -296,9 +296,10 @@ def close(shown, want, tolerance):
         len(a) == len(b) and all(abs(float(x) - y) <= tolerance for x, y in zip(a, b)) for a, b in zip(shown, want))
 
 
-def probe(profile, out, name, script, report_id, attempts=3):
+def probe(profile, out, name, script, report_id, screenshot, attempts=3):
     """Loads page `name` with `script` added at the top of its <head> (before any script of the page, so
-    that it hears their errors) and returns the JSON it leaves in <pre id=report_id>, or None.
+    that it hears their errors) and returns the JSON it leaves in <pre id=report_id>, or None; the same
+    load saves the page's `screenshot` (the report is hidden, so the picture is the page's own).
     Chromium's virtual clock can run out before a busy machine has compiled the page's WebAssembly,
     and the DOM is then dumped without a report: such a load is tried again, up to `attempts` times."""
     html = (out / name).read_text(encoding="utf-8")
@@ -306,7 +307,7 @@ def probe(profile, out, name, script, report_id, attempts=3):
     copy.write_text(html.replace("<head>", f'<head><script src="{script}"></script>', 1), encoding="utf-8")
     found = None
     for _ in range(attempts):
-        found = re.search(rf'<pre id="{report_id}">(.*?)</pre>', chromium(profile, "--dump-dom", copy.as_uri()), re.S)
+        found = re.search(rf'<pre id="{report_id}"[^>]*>(.*?)</pre>', chromium(profile, "--dump-dom", f"--screenshot={screenshot}", copy.as_uri()), re.S)
         if found:
             break
     copy.unlink()
@@ -486,7 +487,8 @@ def main():
           f" ({'a' if wasm_built else 'no'} WebAssembly build in build-wasm/)")
     with tempfile.TemporaryDirectory() as profile:
         for name, lang, source in pages:
-            r = probe(profile, out, name, "layout_check.js", "layout-report")
+            shot = shots / (name.removesuffix(".html") + ".png")
+            r = probe(profile, out, name, "layout_check.js", "layout-report", shot)
             if r is None:
                 check(False, f"{name}: the layout check did not report")
                 continue
@@ -511,8 +513,6 @@ def main():
                     live_checks(check, profile, out, name, args.attn)
                     for shot in live_screenshots(profile, out, name, shots):
                         check(shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")
-            shot = shots / (name.removesuffix(".html") + ".png")
-            chromium(profile, f"--screenshot={shot}", (out / name).as_uri())
             check(shot.exists() and shot.stat().st_size > 20000, f"{name}: screenshot {shot.relative_to(out)}")
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")

@@ -117,6 +117,7 @@ function heatmapReport() {
 }
 
 function report() {
+  const loaded = [...document.querySelectorAll(".switch input:checked")];
   const text = visibleText(document.body);
   const result = {
     lang: document.documentElement.lang,
@@ -131,9 +132,11 @@ function report() {
   };
   // the heat map's check has switched the example to its causal variant: that one is read too
   result.placeholders = [...new Set([...result.placeholders, ...placeholdersReport()])];
+  loaded.forEach(input => input.click());  // the page as it loaded, for the screenshot the same load takes
   result.script_errors = scriptErrors;
   const pre = document.createElement("pre");
   pre.id = "layout-report";
+  pre.hidden = true;
   pre.textContent = JSON.stringify(result);
   document.body.appendChild(pre);
 }
