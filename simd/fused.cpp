@@ -166,11 +166,13 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
         std::fill(tile.begin() + visible, tile.end(), 0.0f);  // masked, or nothing visible yet: weight 0
         if (visible == 0) continue;
         s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp2_and_sum(tile.first(visible), s.running_max[r]);
-        if (s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);  // unmoved max: skip
+        // unmoved max: skip; the first tile's products overwrite o, so there is nothing to rescale yet
+        if (j0 > 0 && s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);
     }
 }
 
-// [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O.
+// [fused values] o_i += Σ_j e^(s_ij − m_i)·v_j for the tile: (rows×cols)·(cols×d_v) added into O;
+// the first tile (j0 = 0) writes O instead, so no pass of zeros over O comes before it.
 // Causal: a strip stops at its last row's diagonal; the weights after it are 0 for every row of the
 // strip, and adding 0·v_j would change no bit of o (v_j is finite: attention/guards.cpp refuses
 // NaN and ±inf before any work).
@@ -196,8 +198,8 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
             const std::size_t strip = std::min(TALL, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
             if (keys == 0) continue;
             run_strip_microkernel<StepOf<bf16>>(strip, depth_of<bf16>(keys), s.scores.data() + r * p.BC, p.BC, panel,
-                                                in_place ? d_v : NR, p.O.row(i0 + r).data() + q * NR, d_v, width, false,
-                                                false, 1.0f);
+                                                in_place ? d_v : NR, p.O.row(i0 + r).data() + q * NR, d_v, width,
+                                                j0 == 0, false, 1.0f);
         }
     }
 }
@@ -211,8 +213,8 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
             round_to_pairs(p.Q.row(i0 + r).data(), d_k, s.q_pairs.data() + r * depth_of<true>(d_k));
     std::fill(s.running_max.begin(), s.running_max.begin() + rows, neg_inf);
     std::fill(s.running_sum.begin(), s.running_sum.begin() + rows, 0.0f);
-    std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);
     const std::size_t end = p.causal ? std::min(m_keys, i0 + rows) : m_keys;  // causal: no key past the block
+    if (end == 0) std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);  // no key: o = 0
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
         const std::size_t cols = std::min(p.BC, end - j0);
         tile_scores<bf16>(p, i0, rows, j0, cols, s);
