@@ -39,7 +39,8 @@ docs/site/docs_layout_check.js at 1400×1100 and reads the report it leaves in t
     pipe) and prints how long the first render and each recomputation took, and the module's size.
 
 Every href and src of every page (SVG links included) must name a file that was generated or
-copied, and every #anchor must exist in it. A screenshot of every page is saved in DIR/screenshots/.
+copied, and every #anchor must exist in it. A screenshot of every page, taken by the same load once the
+report is written (hidden, and the example switched back as it loaded), is saved in DIR/screenshots/.
 Prints one line per check and "N passed, M failed"; exits 1 on any failure. Without Chromium it
 prints a line starting "SKIPPED" and exits 0.
 """
