@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/tools/profile_report.py --bench build/bench_attention [--rounds 3]
 
-For each case, each round: BM_peak_fma on 2 threads, then the case under `perf record -e cpu-clock`
+For each case, each round: its peak on 2 threads (BM_peak_fma; BM_peak_bf16 for the bf16 mode), then the case under `perf record -e cpu-clock`
 (a timer, not a hardware counter: it works in virtual machines that expose none). Each sample is
 put in one bucket by the function it fell in (BUCKETS, first match wins), and the table gives each
 bucket's share of the samples: the median over the rounds, the lowest and highest in brackets. Its
@@ -26,11 +26,13 @@ from pathlib import Path
 
 from rounds import fmt, spread
 
+# (title, benchmark, the peak it is a share of: BM_peak_fma, or BM_peak_bf16 for the bf16 mode)
 CASES = [
-    ("forward, n = 2048", "BM_core/fused/n:2048/d:64/"),
-    ("forward, n = 16384", "BM_core_long/fused/n:16384/causal:0/"),
-    ("backward, n = 2048", "BM_backward/fused/n:2048/d:64/"),
-    ("backward, n = 4096", "BM_backward/fused/n:4096/d:64/"),
+    ("forward, n = 2048", "BM_core/fused/n:2048/d:64/", "fma"),
+    ("forward, n = 16384", "BM_core_long/fused/n:16384/causal:0/", "fma"),
+    ("forward bf16, n = 2048", "BM_core/fused_bf16/n:2048/d:64/", "bf16"),
+    ("backward, n = 2048", "BM_backward/fused/n:2048/d:64/", "fma"),
+    ("backward, n = 4096", "BM_backward/fused/n:4096/d:64/", "fma"),
 ]
 
 # (bucket, pattern on "dso symbol"): the first that matches a sample's function takes it.
@@ -99,7 +101,7 @@ def self_test(bench):
     ]
     listed = subprocess.run([bench, "--benchmark_list_tests"], capture_output=True, text=True, check=True).stdout
     checks += [any(line.startswith(name) for line in listed.splitlines())
-               for name in ["BM_peak_fma/threads:2/"] + [name for _, name in CASES]]
+               for name in ["BM_peak_fma/threads:2/", "BM_peak_bf16/threads:2/"] + [name for _, name, _ in CASES]]
     failed = checks.count(False)
     print(f"{len(checks) - failed} passed, {failed} failed")
     return failed == 0
@@ -116,10 +118,10 @@ def main():
         sys.exit(0 if self_test(args.bench) else 1)
     columns = []
     with tempfile.TemporaryDirectory() as work:
-        for title, name in CASES:
+        for title, name, kind in CASES:
             rounds = []
             for _ in range(args.rounds):
-                peak = run_json(args.bench, "BM_peak_fma/threads:2/", 0.5)
+                peak = run_json(args.bench, f"BM_peak_{kind}/threads:2/", 0.5)
                 data = str(Path(work) / "perf.data")
                 rate = run_json(args.bench, name + "real_time", args.min_time, data)
                 shares = bucket_shares(perf_report(data))
@@ -129,10 +131,11 @@ def main():
     info = Path("/proc/cpuinfo").read_text()
     cpu = re.search(r"model name\s*:\s*(.*)", info)
     print(f"Machine: {cpu.group(1) if cpu else 'unknown CPU'}, {info.count('processor')} CPUs; 2 threads, d = 64; {args.rounds} rounds, each case right "
-          "after `BM_peak_fma` on 2 threads; a cell is the median share of the samples [lowest, highest].\n")
+          "after its peak on 2 threads (`BM_peak_fma`; the bf16 column `BM_peak_bf16`); a cell is the median share of "
+          "the samples [lowest, highest].\n")
     print("| | " + " | ".join(title for title, _ in columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
-    print("| share of the FMA peak | " + " | ".join(cell([r["peak"] for r in rs]) for _, rs in columns) + " |")
+    print("| share of the peak (FMA; bf16: vdpbf16ps) | " + " | ".join(cell([r["peak"] for r in rs]) for _, rs in columns) + " |")
     for name, _ in BUCKETS:
         print(f"| {name} | " + " | ".join(cell([r[name] for r in rs], 1) for _, rs in columns) + " |")
     print("| the tile's rate while it runs | " + " | ".join(cell([r["tile_rate"] for r in rs]) for _, rs in columns)
