@@ -3,10 +3,11 @@
 
     /usr/bin/python3 bench/tools/profile_report.py --bench build/bench_attention [--rounds 3]
 
-For each case, each round: its peak on 2 threads (BM_peak_fma; BM_peak_bf16 for the bf16 mode), then the case under `perf record -e cpu-clock`
-(a timer, not a hardware counter: it works in virtual machines that expose none). Each sample is
-put in one bucket by the function it fell in (BUCKETS, first match wins), and the table gives each
-bucket's share of the samples: the median over the rounds, the lowest and highest in brackets. Its
+For each case, each round: its peak on 2 threads (BM_peak_fma; BM_peak_bf16 for the bf16 mode), then
+the case under `perf record -e cpu-clock` (a timer, not a hardware counter: it works in virtual
+machines that expose none). Each sample is put in one bucket by the function it fell in (BUCKETS,
+first match wins), and the table gives each bucket's share of the samples: the median over the
+rounds, the lowest and highest in brackets. Its
 first line is the case's GFLOP/s as a share of the peak of its round; its last one that share
 divided by the register tile's share of the time, which is the rate of the FMAs while they run
 (every flop the benchmark counts is done in the tile). Needs `perf` and a release build.
@@ -135,7 +136,8 @@ def main():
           "the samples [lowest, highest].\n")
     print("| | " + " | ".join(title for title, _ in columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
-    print("| share of the peak (FMA; bf16: vdpbf16ps) | " + " | ".join(cell([r["peak"] for r in rs]) for _, rs in columns) + " |")
+    print("| share of the peak (FMA; bf16: vdpbf16ps) | " + " | ".join(cell([r["peak"] for r in rs]) for _, rs in columns)
+          + " |")
     for name, _ in BUCKETS:
         print(f"| {name} | " + " | ".join(cell([r[name] for r in rs], 1) for _, rs in columns) + " |")
     print("| the tile's rate while it runs | " + " | ".join(cell([r["tile_rate"] for r in rs]) for _, rs in columns)
