@@ -43,9 +43,10 @@
 // thus has its elements in "pair order": in each full chunk of 2·W, the W even ones, then the W odd
 // ones; the tail after the last full chunk stays as it is. Dot products do not care about order as
 // long as the query rows are put in the same order (once per unit), and the unnormalised outputs o
-// are summed in pair order and put back in place by the merge. (F16C and AVX-512 have an
-// instruction that converts float16 in place order; this one conversion serves every instruction
-// set instead.)
+// are summed in pair order and put back in place by the merge. AVX-512 has an instruction that
+// converts W float16 numbers to floats in place order (vcvtph2ps, exact, ±∞ and NaN kept): where the
+// kernels are built for it, a float16 step is two of those, its rows stay in place order as a float
+// row's do, and the integer conversion above serves the other instruction sets (BM_decode/f16).
 //
 // Tiles. A dot product ends in a sum across the lanes of its accumulator, as costly as several
 // multiply-adds; the scores are therefore taken a tile of keys at a time, the tile's rows × keys
@@ -89,6 +90,11 @@ template <Storage type>
 constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : sizeof(std::uint16_t);
 constexpr std::size_t pair_chunk = 2 * W;  // elements per chunk of the pair order
 
+// Whether the kernel reads a row of this type in place order (a float row; float16 with vcvtph2ps)
+// rather than in pair order.
+template <Storage type>
+constexpr bool in_place_order = type == Storage::f32 || (type == Storage::f16 && f16_instructions);
+
 // The loops below take a cached row a step at a time: W floats of a float row, or one chunk of 2·W
 // elements of a 16-bit one, converted in registers into two batches (its even and odd elements).
 template <Storage type>
@@ -113,7 +119,9 @@ struct Scratch {
 
 // Where element k of an n-wide row lies in pair order: the even elements of its chunk first, then
 // the odd ones; the tail after the last full chunk in place.
+template <Storage type>
 std::size_t pair_position(std::size_t k, std::size_t n) {
+    if constexpr (in_place_order<type>) return k;
     const std::size_t chunk = k / pair_chunk * pair_chunk, t = k - chunk;
     if (chunk + pair_chunk > n) return k;
     return chunk + (t % 2 == 0 ? t / 2 : W + t / 2);
@@ -144,12 +152,25 @@ float element_at(const void* row, std::size_t k) {
                0x1p112f;
 }
 
+#ifdef __AVX512F__
+// W float16 numbers from `halves` as W floats (vcvtph2ps).
+Batch f16_batch(const std::uint16_t* halves) {
+    return Batch(_mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(static_cast<const void*>(halves)))));
+}
+#endif
+
 // The step of a cached row at element k, as floats in the kernel's order: a float row's W floats; a
-// 16-bit row's 2·W elements as the W even ones, then the W odd ones (pair order), never stored.
+// 16-bit row's 2·W elements, never stored: as the W even ones, then the W odd ones (pair order), or
+// with vcvtph2ps in place.
 template <Storage type>
 std::array<Batch, parts<type>> step_at(const void* row, std::size_t k) {
     if constexpr (type == Storage::f32) {
         return {Batch::load_unaligned(static_cast<const float*>(row) + k)};
+#ifdef __AVX512F__
+    } else if constexpr (in_place_order<type>) {  // float16 with vcvtph2ps: elements k .. k + 2·W in place
+        const std::uint16_t* halves = static_cast<const std::uint16_t*>(row) + k;
+        return {f16_batch(halves), f16_batch(halves + W)};
+#endif
     } else {
         std::uint32_t lanes[W];
         std::memcpy(lanes, static_cast<const std::uint16_t*>(row) + k, sizeof lanes);  // one load of 2·W halves
@@ -195,13 +216,14 @@ std::size_t visible_keys(const DecodeProblem& p, const Unit& u, std::size_t r) {
     return last >= u.j0 ? std::min(u.count, last + 1 - u.j0) : 0;
 }
 
-// The group's query rows in the kernel's order: in place for a float cache, else in pair order.
+// The group's query rows in the kernel's order: in place, or in pair order as the cache's rows.
 template <Storage type>
 const float* query_rows(const DecodeProblem& p, std::size_t g, Scratch& s) {
     const float* Q = p.Q + g * p.rows * p.d_k;
-    if constexpr (type == Storage::f32) return Q;
+    if constexpr (in_place_order<type>) return Q;
     for (std::size_t r = 0; r < p.rows; ++r)
-        for (std::size_t k = 0; k < p.d_k; ++k) s.queries[r * p.d_k + pair_position(k, p.d_k)] = Q[r * p.d_k + k];
+        for (std::size_t k = 0; k < p.d_k; ++k)
+            s.queries[r * p.d_k + pair_position<type>(k, p.d_k)] = Q[r * p.d_k + k];
     return s.queries.data();
 }
 
@@ -447,7 +469,7 @@ void merge_row(const DecodeProblem& p, const float* partials, std::size_t blocks
     float m = neg_inf;
     for (std::size_t b = 0; b < blocks; ++b) m = std::max(m, block(b)[r]);
     float* out = p.O + (g * p.rows + r) * p.d_v;
-    float* o = type == Storage::f32 ? out : sum;  // a 16-bit cache's o is in pair order: summed aside
+    float* o = in_place_order<type> ? out : sum;  // an o in pair order is summed aside
     std::fill(o, o + p.d_v, 0.0f);
     float l = 0.0f;
     if (m != neg_inf)
@@ -459,7 +481,7 @@ void merge_row(const DecodeProblem& p, const float* partials, std::size_t blocks
             axpy(factor, block(b) + 2 * p.rows + r * p.d_v, o, p.d_v);
         }
     const float inverse = l > 0.0f ? 1.0f / l : 0.0f;  // a row that saw nothing (ℓ = 0) stays 0
-    for (std::size_t k = 0; k < p.d_v; ++k) out[k] = o[type == Storage::f32 ? k : pair_position(k, p.d_v)] * inverse;
+    for (std::size_t k = 0; k < p.d_v; ++k) out[k] = o[pair_position<type>(k, p.d_v)] * inverse;
     // L = ln(ℓ·2^m) = (m + log₂ℓ)·ln 2, back in natural units (m is in log₂ units)
     if (p.log_sum_exp) p.log_sum_exp[g * p.rows + r] = (m + std::log2(l)) * 0.693147181f;
 }
@@ -468,7 +490,7 @@ template <Storage type>
 void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     const std::size_t block = std::min(blocking.decode_keys, p.keys), blocks = (p.keys + block - 1) / block;
     const std::size_t units = p.groups * blocks, unit_floats = p.rows * (p.d_v + 2);
-    const auto size = decode_scratch<std::size_t>(p.rows, block, units, p.d_k, p.d_v, type != Storage::f32);
+    const auto size = decode_scratch<std::size_t>(p.rows, block, units, p.d_k, p.d_v, !in_place_order<type>);
     thread_local Buffer partials;  // the calling thread's: every unit's (m, ℓ, o), then one row for the merge
     if (partials.size() < size.partials) grow_exactly(partials, size.partials);
     thread_local std::vector<double, ScratchAllocator<double>> norms;  // each unit's largest ‖k‖² and ‖v‖²

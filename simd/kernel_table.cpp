@@ -15,6 +15,7 @@ extern constinit const Kernels kernels{
     .xsimd_name = xsimd::default_arch::name(),
     .width = W,
     .floats_per_pair = floats_per_pair,
+    .f16_instructions = f16_instructions,
 #define ATTN_TABLE_ENTRY(result, name, parameters, arguments) .name = &name,
     ATTN_FOR_EACH_KERNEL(ATTN_TABLE_ENTRY)
 #undef ATTN_TABLE_ENTRY

@@ -49,12 +49,13 @@ FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t
             floats_per_pair ? (Count(rows) + Count(1)) * depth(d_k) : Count(0), Count(round_up(rows, w))};
 }
 
-// The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `converts`: the cache is
-// 16-bit, so its rows are read in pair order, and the queries are put in the same order.
+// The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `reorders`: the cache's rows
+// are read in pair order (16-bit, but float16 where vcvtph2ps converts it), and the queries are put
+// in the same order.
 template <class Count>
 struct DecodeScratch {
     Count scores;    // per thread: the rows × keys scores of one block, then its weights
-    Count rows;      // per thread: the group's queries reordered (a 16-bit cache)
+    Count rows;      // per thread: the group's queries reordered (a cache read in pair order)
     Count partials;  // on the calling thread: each unit's m, ℓ and o (d_v) per query row, and one row for the merge
     Count norms;     // on the calling thread: each unit's largest key and value norms (2 doubles: 4 floats)
     Count per_thread() const { return scores + rows; }
@@ -63,8 +64,8 @@ struct DecodeScratch {
 
 template <class Count>
 DecodeScratch<Count> decode_scratch(std::size_t rows, std::size_t keys_per_block, std::size_t units, std::size_t d_k,
-                                    std::size_t d_v, bool converts) {
-    return {Count(rows) * Count(keys_per_block), converts ? Count(rows) * Count(d_k) : Count(0),
+                                    std::size_t d_v, bool reorders) {
+    return {Count(rows) * Count(keys_per_block), reorders ? Count(rows) * Count(d_k) : Count(0),
             Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v), Count(units) * Count(4)};
 }
 
