@@ -70,6 +70,7 @@
 #include <cstring>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "matrix/norms.hpp"
@@ -268,7 +269,9 @@ void key_tile(const DecodeProblem& p, const float* q, std::size_t g, std::size_t
     const void* key[T];
     for (std::size_t t = 0; t < T; ++t) key[t] = row_at<type>(p.K, g, p.keys, j + std::min(t, count - 1), d);
     Batch acc[W];  // acc[r·T + t]; those past N·T stay 0
-    for (Batch& a : acc) a = Batch(0.0f);
+    // W assignments, not a loop: GCC makes such a loop a memset of the array in memory (rep stos)
+    // before every tile, though the loop below keeps acc in registers
+    [&]<std::size_t... i>(std::index_sequence<i...>) { ((acc[i] = Batch(0.0f)), ...); }(std::make_index_sequence<W>{});
     std::size_t k = 0;
     for (; k + step<type> <= d; k += step<type>)
         for (std::size_t t = 0; t < T; ++t) {
