@@ -75,6 +75,7 @@
 
 #include "matrix/norms.hpp"
 #include "simd/batch.hpp"
+#include "simd/bf16.hpp"
 #include "simd/kernels.hpp"
 #include "simd/score_terms.hpp"
 #include "simd/scratch.hpp"
@@ -293,8 +294,30 @@ void key_tile(const DecodeProblem& p, const float* q, std::size_t g, std::size_t
         }
 }
 
+// Σ x_e² over the steps of a cached row before element k, lane by lane. A bfloat16 row, where the
+// CPU has vdpbf16ps (simd/bf16.hpp), is squared as it is stored, two elements a lane and no
+// conversion: each product is exact, a subnormal reads as 0 (which the checks, looking at the top of
+// the float range, never miss), and the two of a lane are added odd first.
+template <Storage type>
+Batch row_squares(const void* row, std::size_t k) {
+    Batch squares(0.0f);
+#ifdef __AVX512BF16__
+    if constexpr (type == Storage::bf16) {
+        const float* lanes = static_cast<const float*>(row);  // W lanes of two elements a step
+        for (std::size_t e = 0; e < k; e += step<type>) {
+            const Batch x = Batch::load_unaligned(lanes + e / 2);
+            squares = PairStep::apply(x, x, squares);
+        }
+        return squares;
+    }
+#endif
+    for (std::size_t e = 0; e < k; e += step<type>)
+        for (const Batch x : step_at<type>(row, e)) squares = xsimd::fma(x, x, squares);
+    return squares;
+}
+
 // The largest ‖x‖² of rows j .. j + count (count ≤ W) of group g of a cache of n-wide rows, for the
-// caller's checks: each row's squares summed in the order key_tile sums a product (a short tile
+// caller's checks: each row's squares summed by row_squares, then across lanes (a short tile
 // repeats its last row), a sum past the float range (±∞, NaN, or squares above FLT_MAX) summed again
 // in double, so that the caller sees what the row holds. The first to read these rows: each is read
 // from start to end, one stream, and the row prefetch_rows ahead is asked for as it is.
@@ -306,10 +329,7 @@ double largest_square(const void* cache, std::size_t g, std::size_t keys, std::s
     const std::size_t k = n / step<type> * step<type>;  // where the tail starts
     for (std::size_t t = 0; t < W; ++t) {
         if (t < count) prefetch_row<type>(cache, g, keys, j + t + prefetch_rows, n);
-        Batch squares(0.0f);
-        for (std::size_t e = 0; e < k; e += step<type>)
-            for (const Batch x : step_at<type>(row(t), e)) squares = xsimd::fma(x, x, squares);
-        acc[t] = squares;
+        acc[t] = row_squares<type>(row(t), k);
     }
     const Batch total = xsimd::haddp(acc);  // the W sums, as key_tile's
     float sums[W];
