@@ -43,10 +43,11 @@
 // thus has its elements in "pair order": in each full chunk of 2·W, the W even ones, then the W odd
 // ones; the tail after the last full chunk stays as it is. Dot products do not care about order as
 // long as the query rows are put in the same order (once per unit), and the unnormalised outputs o
-// are summed in pair order and put back in place by the merge. AVX-512 has an instruction that
-// converts W float16 numbers to floats in place order (vcvtph2ps, exact, ±∞ and NaN kept): where the
+// are summed in pair order and put back in place by the merge. Most instruction sets also have one
+// instruction that converts W float16 numbers to floats in place order, exactly, ±∞ and NaN kept
+// (vcvtph2ps with AVX-512 or F16C, fcvtl on AArch64; simd/kernels.hpp's f16_instructions): where the
 // kernels are built for it, a float16 step is two of those, its rows stay in place order as a float
-// row's do, and the integer conversion above serves the other instruction sets (BM_decode/f16).
+// row's do, and the integer conversion above serves the others, SSE2 (BM_decode/f16).
 //
 // Tiles. A dot product ends in a sum across the lanes of its accumulator, as costly as several
 // multiply-adds; the scores are therefore taken a tile of keys at a time, the tile's rows × keys
@@ -92,7 +93,7 @@ template <Storage type>
 constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : sizeof(std::uint16_t);
 constexpr std::size_t pair_chunk = 2 * W;  // elements per chunk of the pair order
 
-// Whether the kernel reads a row of this type in place order (a float row; float16 with vcvtph2ps)
+// Whether the kernel reads a row of this type in place order (a float row; float16 with f16_batch)
 // rather than in pair order.
 template <Storage type>
 constexpr bool in_place_order = type == Storage::f32 || (type == Storage::f16 && f16_instructions);
@@ -154,10 +155,16 @@ float element_at(const void* row, std::size_t k) {
                0x1p112f;
 }
 
-#ifdef __AVX512F__
-// W float16 numbers from `halves` as W floats (vcvtph2ps).
+#ifdef ATTN_F16_INSTRUCTIONS
+// W float16 numbers from `halves` as W floats, exactly (simd/kernels.hpp's f16_instructions).
 Batch f16_batch(const std::uint16_t* halves) {
+#if defined(__AVX512F__)
     return Batch(_mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(static_cast<const void*>(halves)))));
+#elif defined(__F16C__)
+    return Batch(_mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(static_cast<const void*>(halves)))));
+#else
+    return Batch(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(halves))));  // AArch64: fcvtl
+#endif
 }
 #endif
 
@@ -168,8 +175,8 @@ template <Storage type>
 std::array<Batch, parts<type>> step_at(const void* row, std::size_t k) {
     if constexpr (type == Storage::f32) {
         return {Batch::load_unaligned(static_cast<const float*>(row) + k)};
-#ifdef __AVX512F__
-    } else if constexpr (in_place_order<type>) {  // float16 with vcvtph2ps: elements k .. k + 2·W in place
+#ifdef ATTN_F16_INSTRUCTIONS
+    } else if constexpr (in_place_order<type>) {  // float16 with f16_batch: elements k .. k + 2·W in place
         const std::uint16_t* halves = static_cast<const std::uint16_t*>(row) + k;
         return {f16_batch(halves), f16_batch(halves + W)};
 #endif

@@ -13,6 +13,10 @@
 #include <mutex>
 #include <stdexcept>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "matrix/size.hpp"
 #include "simd/kernels.hpp"
 #include "simd/scratch.hpp"
@@ -40,7 +44,10 @@ constexpr const Kernels* compiled[] = {ATTN_FOR_EACH_ISA(ATTN_TABLE_ADDRESS)};  
 bool cpu_runs([[maybe_unused]] const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    // F16C from CPUID leaf 1, ECX bit 29: not every compiler's __builtin_cpu_supports has a name for it
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     if (isa == "avx2") return avx2;
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&

@@ -19,7 +19,7 @@ struct Kernels {
     const char* xsimd_name;       // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
     std::size_t width;            // floats per batch
     std::size_t floats_per_pair;  // of bfloat16 pairs in the bf16 mode's products: 1 with vdpbf16ps, else 2
-    bool f16_instructions;        // converts float16 with vcvtph2ps: decode reads such a cache in place
+    bool f16_instructions;        // converts float16 with one instruction: decode reads such a cache in place
 #define ATTN_KERNEL_MEMBER(result, name, parameters, arguments) result(*name) parameters;
     ATTN_FOR_EACH_KERNEL(ATTN_KERNEL_MEMBER)
 #undef ATTN_KERNEL_MEMBER
@@ -36,9 +36,11 @@ ATTN_FOR_EACH_KERNEL(ATTN_DECLARE_KERNEL)
 #undef ATTN_DECLARE_KERNEL
 float pair_chains(std::size_t steps);
 
-// Whether this set converts float16 numbers to floats with one instruction, vcvtph2ps (AVX-512F),
-// which simd/decode.cpp then uses instead of its integer conversion.
-#ifdef __AVX512F__
+// Whether this set converts float16 numbers to floats with one instruction, which simd/decode.cpp
+// then uses instead of its integer conversion: vcvtph2ps (AVX-512F, or F16C beside AVX2), fcvtl
+// (every AArch64 CPU).
+#if defined(__AVX512F__) || defined(__F16C__) || defined(__aarch64__)
+#define ATTN_F16_INSTRUCTIONS 1
 inline constexpr bool f16_instructions = true;
 #else
 inline constexpr bool f16_instructions = false;

@@ -50,7 +50,7 @@ FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t
 }
 
 // The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `reorders`: the cache's rows
-// are read in pair order (16-bit, but float16 where vcvtph2ps converts it), and the queries are put
+// are read in pair order (16-bit, but float16 where one instruction converts it), and the queries are put
 // in the same order.
 template <class Count>
 struct DecodeScratch {
