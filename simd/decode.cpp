@@ -107,6 +107,7 @@ constexpr std::size_t step = parts<type>* W;  // elements a step
 
 using Buffer = ScratchBuffer;
 using Lanes = xsimd::batch<std::uint32_t>;
+using Halves = xsimd::batch<std::uint16_t>;
 
 // One thread's scratch, kept from call to call.
 struct Scratch {
@@ -181,9 +182,9 @@ std::array<Batch, parts<type>> step_at(const void* row, std::size_t k) {
         return {f16_batch(halves), f16_batch(halves + W)};
 #endif
     } else {
-        std::uint32_t lanes[W];
-        std::memcpy(lanes, static_cast<const std::uint16_t*>(row) + k, sizeof lanes);  // one load of 2·W halves
-        const Lanes u = Lanes::load_unaligned(lanes);
+        // one load of 2·W halves, straight from the cache (a copy through the stack, which GCC makes in
+        // two halves for AVX2, would be read back whole before the halves reach it: a stall a step)
+        const Lanes u = xsimd::bitwise_cast<Lanes>(Halves::load_unaligned(static_cast<const std::uint16_t*>(row) + k));
         if constexpr (type == Storage::bf16) {
             return {xsimd::bitwise_cast<Batch>(u << 16), xsimd::bitwise_cast<Batch>(u & Lanes(0xFFFF0000u))};
         } else {
