@@ -1,6 +1,6 @@
 // simd/batch.hpp — the one vector type of simd/, and the namespace of the instruction set it is for.
 //
-// The kernels of simd/ are compiled once per instruction set (meson.build: SSE2, AVX2 + FMA and
+// The kernels of simd/ are compiled once per instruction set (meson.build: SSE2, AVX2 + FMA + F16C and
 // AVX-512 on x86-64, NEON on AArch64), each time with that set's compiler flags and with ATTN_ISA
 // naming it, and simd/dispatch.cpp picks one of them when the program starts. So a kernel file puts
 // everything it defines in `namespace attn::simd::ATTN_ISA` (attn::simd::avx2, …): the copies never

@@ -172,7 +172,7 @@ float pair_chains(std::size_t steps);  // the same with vdpbf16ps (two products 
 float largest_row_square(const float* rows, std::size_t count, std::size_t n);
 
 // Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
-// the target: "sse2", "avx2" (with FMA), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"
+// the target: "sse2", "avx2" (with FMA and F16C), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"
 // set in a build made with -Dnative=true. The widest one this CPU runs is used, unless the
 // environment variable ATTN_ISA names another or set_isa() chooses one.
 std::vector<std::string> compiled_isas();   // from the baseline to the widest

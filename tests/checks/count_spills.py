@@ -27,7 +27,7 @@ it costs one load per step of a tile that runs only for the last rows of a block
 
 The verdict must be the commit's, not the host's: it is given only for fixed targets. Those are
 the build's own commands, one per instruction set the kernels are compiled for (meson.build fixes
-their flags: -mavx2 -mfma, -mavx512f …), and by default x86-64-v3 (AVX2 + FMA) and x86-64-v4
+their flags: -mavx2 -mfma -mf16c, -mavx512f …), and by default x86-64-v3 (AVX2 + FMA) and x86-64-v4
 (AVX-512) in place of the first command's, all with the compiler's generic tuning. SSE2 has no FMA
 and is reported as not checked. -march=native (the host's own, or a -Dnative=true build's) is
 compiled too and printed as information ("info"), never as a failure: what GCC does for a CPU it
@@ -120,7 +120,7 @@ def compile_commands(build, source):
 
 
 def is_isa_flag(word):
-    return word.startswith("-march=") or word in ("-mavx2", "-mfma") or word.startswith("-mavx512")
+    return word.startswith("-march=") or word in ("-mavx2", "-mfma", "-mf16c") or word.startswith("-mavx512")
 
 
 def targets(command, march):
