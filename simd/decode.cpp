@@ -94,9 +94,9 @@ constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : siz
 constexpr std::size_t pair_chunk = 2 * W;  // elements per chunk of the pair order
 
 // Whether the kernel reads a row of this type in place order (a float row; float16 with f16_batch)
-// rather than in pair order.
+// rather than in pair order (simd/scratch.hpp).
 template <Storage type>
-constexpr bool in_place_order = type == Storage::f32 || (type == Storage::f16 && f16_instructions);
+constexpr bool in_place_order = !reads_in_pair_order(type, f16_instructions);
 
 // The loops below take a cached row a step at a time: W floats of a float row, or one chunk of 2·W
 // elements of a 16-bit one, converted in registers into two batches (its even and odd elements).
@@ -171,7 +171,7 @@ Batch f16_batch(const std::uint16_t* halves) {
 
 // The step of a cached row at element k, as floats in the kernel's order: a float row's W floats; a
 // 16-bit row's 2·W elements, never stored: as the W even ones, then the W odd ones (pair order), or
-// with vcvtph2ps in place.
+// converted in place by one instruction (f16_batch).
 template <Storage type>
 std::array<Batch, parts<type>> step_at(const void* row, std::size_t k) {
     if constexpr (type == Storage::f32) {
@@ -232,8 +232,7 @@ const float* query_rows(const DecodeProblem& p, std::size_t g, Scratch& s) {
     const float* Q = p.Q + g * p.rows * p.d_k;
     if constexpr (in_place_order<type>) return Q;
     for (std::size_t r = 0; r < p.rows; ++r)
-        for (std::size_t k = 0; k < p.d_k; ++k)
-            s.queries[r * p.d_k + pair_position<type>(k, p.d_k)] = Q[r * p.d_k + k];
+        for (std::size_t k = 0; k < p.d_k; ++k) s.queries[r * p.d_k + pair_position<type>(k, p.d_k)] = Q[r * p.d_k + k];
     return s.queries.data();
 }
 
@@ -266,6 +265,13 @@ const std::array<std::size_t, W>& haddp_lanes() {
     return lanes;
 }
 
+// Every batch of acc set to 0 by W assignments, not a loop: GCC makes such a loop a memset of the
+// array in memory (rep stos) before every tile of keys, though key_tile keeps acc in registers.
+template <std::size_t... i>
+void clear_accumulators(Batch (&acc)[W], std::index_sequence<i...>) {
+    ((acc[i] = Batch(0.0f)), ...);
+}
+
 // One tile of the scores: out[r·stride + t] = q_r·k_t for rows [0, N) and the tile's keys, rows
 // j .. j + count of group g (count ≤ keys_per_tile<N>; a short tile repeats its last key and drops
 // those sums). Each sum is its accumulator's lanes added by one tree, the same for every row and
@@ -278,9 +284,7 @@ void key_tile(const DecodeProblem& p, const float* q, std::size_t g, std::size_t
     const void* key[T];
     for (std::size_t t = 0; t < T; ++t) key[t] = row_at<type>(p.K, g, p.keys, j + std::min(t, count - 1), d);
     Batch acc[W];  // acc[r·T + t]; those past N·T stay 0
-    // W assignments, not a loop: GCC makes such a loop a memset of the array in memory (rep stos)
-    // before every tile, though the loop below keeps acc in registers
-    [&]<std::size_t... i>(std::index_sequence<i...>) { ((acc[i] = Batch(0.0f)), ...); }(std::make_index_sequence<W>{});
+    clear_accumulators(acc, std::make_index_sequence<W>{});
     std::size_t k = 0;
     for (; k + step<type> <= d; k += step<type>)
         for (std::size_t t = 0; t < T; ++t) {

@@ -173,7 +173,7 @@ std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
 DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, std::size_t keys, std::size_t d_k,
                                         std::size_t d_v, Storage type) {
     const std::size_t block = blocking().decode_keys, units = decode_units(groups, keys, block);
-    const bool reorders = type == Storage::bf16 || (type == Storage::f16 && !active().f16_instructions);
+    const bool reorders = reads_in_pair_order(type, active().f16_instructions);
     const auto floats = decode_scratch<CheckedCount>(rows, std::min(block, keys), units, d_k, d_v, reorders);
     const std::size_t team = decode_team(units, groups, rows, keys, d_k, d_v);
     return {bytes(floats.per_thread()), bytes(floats.shared()), team};

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "matrix/float16.hpp"
 #include "simd/blocking.hpp"
 
 namespace attn::simd {
@@ -49,9 +50,15 @@ FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t
             floats_per_pair ? (Count(rows) + Count(1)) * depth(d_k) : Count(0), Count(round_up(rows, w))};
 }
 
+// Whether the decode kernel (simd/decode.cpp) reads the rows of a cache of this type in pair order:
+// a bfloat16 cache's, and a float16 one's where no instruction converts float16 (f16_instructions,
+// simd/kernels.hpp). The group's queries are then put in the same order, in scratch.
+constexpr bool reads_in_pair_order(Storage type, bool f16_instructions) {
+    return type == Storage::bf16 || (type == Storage::f16 && !f16_instructions);
+}
+
 // The decode kernel's scratch (simd/decode.cpp), in floats per buffer. `reorders`: the cache's rows
-// are read in pair order (16-bit, but float16 where one instruction converts it), and the queries are put
-// in the same order.
+// are read in pair order (reads_in_pair_order), and the queries are put in the same order.
 template <class Count>
 struct DecodeScratch {
     Count scores;    // per thread: the rows × keys scores of one block, then its weights
