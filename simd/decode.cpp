@@ -315,9 +315,9 @@ Batch row_squares(const void* row, std::size_t k) {
     Batch squares(0.0f);
 #ifdef __AVX512BF16__
     if constexpr (type == Storage::bf16) {
-        const float* lanes = static_cast<const float*>(row);  // W lanes of two elements a step
-        for (std::size_t e = 0; e < k; e += step<type>) {
-            const Batch x = Batch::load_unaligned(lanes + e / 2);
+        for (std::size_t e = 0; e < k; e += step<type>) {  // W lanes of two elements a step, as stored
+            const Batch x =
+                xsimd::bitwise_cast<Batch>(Halves::load_unaligned(static_cast<const std::uint16_t*>(row) + e));
             squares = PairStep::apply(x, x, squares);
         }
         return squares;
