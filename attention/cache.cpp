@@ -1,7 +1,9 @@
 // attention/cache.cpp — key/value caches in the type they are stored in (attention/heads.hpp): made
 // from floats, read back as floats, and the names of their types.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +19,24 @@ std::size_t element_count(const HeadsShape& s) {
                            "cache");
 }
 
+// Refuses a finite float that rounds past the largest number of `type` (and so would be stored as
+// ±∞, which the decode would then refuse as if the caller's floats held it): named by its place.
+void check_stored_finite(float x, std::uint16_t stored, KvDtype type, std::size_t k, const HeadsView& floats,
+                         const std::string& name) {
+    const std::uint16_t infinity = type == KvDtype::bf16 ? 0x7F80u : 0x7C00u;
+    if ((stored & 0x7FFFu) != infinity || !std::isfinite(x)) return;
+    const HeadsShape& s = floats.shape;
+    const std::size_t column = k % s.cols, row = k / s.cols % s.rows, head = k / s.cols / s.rows % s.heads,
+                      batch = k / s.cols / s.rows / s.heads;
+    char numbers[256];
+    std::snprintf(numbers, sizeof numbers,
+                  " holds %.6g at [%zu, %zu, %zu, %zu], which rounds to ±∞ in %s (the largest is %.6g)", x, batch, head,
+                  row, column, to_string(type).c_str(),
+                  double(type == KvDtype::bf16 ? largest_bfloat16 : largest_float16));
+    throw std::overflow_error("to_cache: " + name + " (" + shape_string(s) + ")" + numbers +
+                              ": a cache cannot hold it");
+}
+
 }  // namespace
 
 CacheView::CacheView(const HeadsView& floats) : data(floats.data), shape(floats.shape), type(KvDtype::f32) {}
@@ -27,20 +47,23 @@ CacheView Cache::view() const {
     return {type == KvDtype::f32 ? static_cast<const void*>(floats.data()) : halves.data(), shape, type};
 }
 
-Cache to_cache(const HeadsView& floats, KvDtype type) {
+Cache to_cache(const HeadsView& floats, KvDtype type, const std::string& name) {
     Cache cache;
     cache.shape = floats.shape;
     cache.type = type;
     const std::size_t count = element_count(floats.shape);
     if (count && !floats.data)
-        throw std::invalid_argument("to_cache: the floats (" + shape_string(floats.shape) + ") have no data");
+        throw std::invalid_argument("to_cache: " + name + " (" + shape_string(floats.shape) + ") has no data");
     if (type == KvDtype::f32) {
         cache.floats.assign(floats.data, floats.data + count);
         return cache;
     }
     cache.halves.resize(count);
-    for (std::size_t k = 0; k < count; ++k)
-        cache.halves[k] = type == KvDtype::bf16 ? bfloat16_bits(floats.data[k]) : float16_bits(floats.data[k]);
+    for (std::size_t k = 0; k < count; ++k) {
+        const float x = floats.data[k];
+        cache.halves[k] = type == KvDtype::bf16 ? bfloat16_bits(x) : float16_bits(x);
+        check_stored_finite(x, cache.halves[k], type, k, floats, name);
+    }
     return cache;
 }
 

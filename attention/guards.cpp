@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "matrix/bfloat16.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "simd/simd.hpp"
@@ -95,6 +96,23 @@ std::vector<double> largest_row_norms(const std::vector<const Matrix*>& matrices
     return norms;
 }
 
+// For dtype bf16, which rounds every entry of A to bfloat16 first: none may round past the largest
+// bfloat16 to ±∞. Step 3's check allows such an entry in Q when every key is small, or in K when every
+// query is. A row norm up to the largest bfloat16 bounds every entry of its matrix, so only a larger
+// one has the entries read.
+void check_bfloat16_range(const std::string& who, const std::string& name, const Matrix& A, double norm) {
+    if (norm <= double(largest_bfloat16)) return;
+    for (std::size_t i = 0; i < A.rows(); ++i)
+        for (std::size_t j = 0; j < A.cols(); ++j) {
+            if (!std::isinf(round_to_bfloat16(A(i, j)))) continue;
+            char numbers[256];
+            std::snprintf(numbers, sizeof numbers,
+                          " holds %.6g at row %zu, column %zu, which rounds to ±∞ in bfloat16 (the largest is %.6g)",
+                          double(A(i, j)), i, j, double(largest_bfloat16));
+            throw std::overflow_error(who + ": dtype bf16: " + name + " (" + shape_string(A) + ")" + numbers);
+        }
+}
+
 }  // namespace
 
 void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
@@ -141,6 +159,10 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
     const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
     const std::vector<double> norms = largest_row_norms({&Q, &K, &V}, options.backend, flops);
     check_row_norms({norms[0], norms[1], norms[2]}, Q.rows(), K.rows(), Q.cols(), V.cols(), options.names);
+    if (options.dtype == Dtype::bf16) {  // V's entries are under half the largest float32 already (step 6's check)
+        check_bfloat16_range(who, options.names.Q, Q, norms[0]);
+        check_bfloat16_range(who, options.names.K, K, norms[1]);
+    }
     if (options.mask && options.mask->kind == ScoreMask::Kind::additive)
         check_mask_values(who, *options.mask, Q.rows(), K.rows());
 }

@@ -74,7 +74,10 @@ struct Cache {
     KvDtype type = KvDtype::f32;
     CacheView view() const;
 };
-Cache to_cache(const HeadsView& floats, KvDtype type);
+// to_cache makes one from `floats` (named `name` in its errors), refusing (std::overflow_error) a
+// finite float past the largest number of the type: 65504 for f16, 3.39·10³⁸ for bf16, where the
+// rounding would store ±∞.
+Cache to_cache(const HeadsView& floats, KvDtype type, const std::string& name = "the floats");
 // A cache's values as floats: each element the value its bits hold (attention/cache.cpp).
 Heads to_floats(const CacheView& cache);
 

@@ -403,7 +403,7 @@ HeadsResult cached_forward(const HeadsView& Q, const HeadsView& K, const HeadsVi
         options.budget->charge(s.batch * s.heads * s.rows * s.cols * bytes_per_value(type),
                                std::string(name) + " cached as " + to_string(type) + " (" + shape_string(s) + ")");
     }
-    const Cache k = to_cache(K, type), v = to_cache(V, type);
+    const Cache k = to_cache(K, type, options.names.K), v = to_cache(V, type, options.names.V);
     return scaled_dot_product_attention(Q, k.view(), v.view(), options);
 }
 

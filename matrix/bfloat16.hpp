@@ -18,6 +18,10 @@ namespace attn {
 // (the operands of each product rounded to bfloat16, the products summed in float).
 enum class Dtype { f32, bf16 };
 
+// The largest finite bfloat16, (2 − 2⁻⁷)·2¹²⁷ ≈ 3.39·10³⁸ (pattern 0x7F7F): a float of at least its
+// midpoint with 2¹²⁸ (the top 2⁻⁹ of float32's range) rounds to ±∞.
+inline constexpr float largest_bfloat16 = 0x1.fep127f;
+
 // The 16 bits of x rounded to the nearest bfloat16, ties to even. A subnormal x (below 2⁻¹²⁶ in size,
 // where bfloat16 keeps fewer bits than its 7) becomes a zero of its sign, as the CPU's bfloat16
 // instructions make it; a NaN stays a NaN; a float past the largest bfloat16 rounds to ±∞.

@@ -15,6 +15,9 @@ namespace attn {
 // float16. (The library's key/value caches name it KvDtype: attention/options.hpp.)
 enum class Storage { f32, bf16, f16 };
 
+// The largest finite float16 (pattern 0x7BFF).
+inline constexpr float largest_float16 = 65504.0f;
+
 // The 16 bits of the float16 nearest to x, ties to even. Past the largest float16 (from 65520 on in
 // size, the midpoint between 65504 and 2¹⁶) it is ±∞; below 2⁻¹⁴ in size it is a subnormal float16
 // (or a zero of x's sign below 2⁻²⁵); a NaN stays a NaN (a quiet one).

@@ -356,9 +356,11 @@ Operand cache_operand(const py::handle& x, const std::string& name, std::optiona
                               "' asks for another type: a 16-bit array is read as it is (kv_dtype=None)");
     auto* rounded = new attn::Cache();
     const py::capsule owner(rounded, [](void* p) { delete static_cast<attn::Cache*>(p); });
-    {
+    try {
         py::gil_scoped_release unlocked;  // own->owner keeps the floats alive
-        *rounded = attn::to_cache(own->floats(), *kv_dtype);
+        *rounded = attn::to_cache(own->floats(), *kv_dtype, name);
+    } catch (const std::overflow_error& e) {  // a float that kv_dtype can only hold as ±∞
+        throw py::value_error(sdpa + e.what());
     }
     return {owner, own->dims, rounded->view()};
 }

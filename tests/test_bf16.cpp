@@ -1,7 +1,7 @@
 // The bf16 mode: the rounding, the pair arithmetic (against a model of vdpbf16ps, element by element,
 // on every instruction set), the instruction against its emulation at the same vector width (bit for
 // bit, where the CPU has the instruction), and the fused kernel, at every width, against the float64
-// reference within a bound derived from the rounding.
+// reference within a bound derived from the rounding; and the mode's one refusal of its own.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "attention/attention.hpp"
 #include "masked_reference.hpp"
 #include "matrix/bfloat16.hpp"
 #include "matrix/norms.hpp"
@@ -22,6 +23,7 @@
 
 using attn::Matrix;
 using attn::random_matrix;
+using Catch::Contains;
 
 namespace {
 
@@ -277,4 +279,31 @@ TEST_CASE("bf16 fused attention gives the same bits for 1 and 2 threads", "[bf16
             const Matrix two = fused_bf16(Q, K, V, causal, attn::simd::Threads::all, given);
             CHECK(same_bits(one, two));
         }
+}
+
+TEST_CASE("the bf16 mode refuses a query or key entry that would round past the largest bfloat16", "[bf16][errors]") {
+    // Step 3's float32 check allows a query near the largest float32 against small keys (their
+    // products are small); rounded to bfloat16 it would be ∞, and O NaN. Just under the midpoint
+    // between the largest bfloat16 and 2¹²⁸ an entry rounds down, and the mode runs.
+    const float midpoint = std::bit_cast<float>(0x7F7F8000u);  // a tie, to the even pattern 0x7F80: ∞
+    const float below = std::nextafter(midpoint, 0.0f);
+    REQUIRE(attn::round_to_bfloat16(below) == attn::largest_bfloat16);
+    REQUIRE(std::isinf(attn::round_to_bfloat16(midpoint)));
+    const Matrix small{{1e-3f, 0.0f}, {0.0f, 1e-3f}}, V{{1.0f, 2.0f}, {3.0f, 4.0f}};
+    const attn::AttentionOptions bf16{.backend = attn::Backend::fused, .dtype = attn::Dtype::bf16};
+    // q·k_0 ≈ 2.4·10³⁵ against q·k_1 = 0: the weights are (1, 0) and O is V's first row, exactly.
+    const Matrix kept = attn::scaled_dot_product_attention(Matrix{{below, 0.0f}}, small, V, bf16).output;
+    CHECK(kept(0, 0) == 1.0f);
+    CHECK(kept(0, 1) == 2.0f);
+    for (const float x : {midpoint, FLT_MAX, -FLT_MAX}) {
+        const Matrix big{{0.0f, 0.0f}, {0.0f, x}};
+        CHECK_NOTHROW(attn::scaled_dot_product_attention(big, small, V));  // float32 takes it as it is
+        CHECK_THROWS_AS(attn::scaled_dot_product_attention(big, small, V, bf16), std::overflow_error);
+        CHECK_THROWS_WITH(
+            attn::scaled_dot_product_attention(big, small, V, bf16),
+            Contains("dtype bf16: Q (2×2) holds " + std::string(x < 0 ? "-" : "")) &&
+                Contains("e+38 at row 1, column 1, which rounds to ±∞ in bfloat16 (the largest is 3.38953e+38)"));
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(small, big, small, bf16),
+                          Contains("dtype bf16: K (2×2) holds") && Contains("at row 1, column 1"));
+    }
 }

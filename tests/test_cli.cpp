@@ -495,6 +495,18 @@ TEST_CASE("attn run --dtype bf16 writes the library's bf16 output and refuses wh
     const RunResult unknown = run_attn(core + " --dtype f16");
     CHECK(unknown.status == 2);
     CHECK_THAT(unknown.err, Contains("--dtype must be f32 or bf16, got 'f16'"));
+    // a query float32 takes (the keys are small) but bfloat16 cannot hold: refused, not NaN
+    const std::string huge = dir.file("huge.npy", attn::Matrix{{3.4e38f, 0.0f}}),
+                      small = dir.file("small.npy", attn::Matrix{{1e-3f, 0.0f}, {0.0f, 1e-3f}}),
+                      two = dir.file("two.npy", attn::Matrix{{1.0f, 2.0f}, {3.0f, 4.0f}});
+    const std::string past = "run --q " + huge + " --k " + small + " --v " + two + " --backend fused";
+    CHECK(run_attn(past).status == 0);
+    const RunResult rounded = run_attn(past + " --dtype bf16");
+    CHECK(rounded.status == 2);
+    CHECK(rounded.out.empty());
+    CHECK_THAT(rounded.err, Contains("dtype bf16: " + huge +
+                                     " (1×2) holds 3.4e+38 at row 0, column 0, which rounds to "
+                                     "±∞ in bfloat16 (the largest is 3.38953e+38)"));
 }
 
 TEST_CASE("attn walk --dtype bf16 shows the worked example's O in bfloat16 and counts what changed",
@@ -873,4 +885,11 @@ TEST_CASE("attn run --kv-dtype refuses what a cache cannot do, with exit 2 and n
     check_refused(core + " --kv-dtype f16 --max-memory 40K",
                   q + ", " + k + ", " + k + ": K cached as f16 (1×2×300×8) needs 9 KiB on top of 37 KiB already " +
                       "taken, more than the --max-memory limit of 40 KiB");
+    attn::Matrix large = random_matrix(2 * 300, 8, rng);
+    large(301, 2) = 65520.0f;  // the midpoint between the largest float16 and 2¹⁶: a tie, to ∞
+    const std::string v = nd_file(dir, "v.npy", large, {2, 300, 8});
+    check_refused(core.substr(0, core.rfind(" --v ")) + " --v " + v + " --kv-dtype f16",
+                  q + ", " + k + ", " + v + ": to_cache: " + v +
+                      " (1×2×300×8) holds 65520 at [0, 1, 1, 2], which rounds to ±∞ in f16 (the largest is 65504): " +
+                      "a cache cannot hold it");
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "attention/heads.hpp"
@@ -210,7 +211,31 @@ TEST_CASE("a cache made from floats reads back as the floats rounded to its type
         if (type == KvDtype::f32) CHECK(back.values == X.values);
         else check_close(back.values, X.values, 0.0, type == KvDtype::bf16 ? 0x1p-8 : 0x1p-11);
     }
-    CHECK_THROWS_WITH(attn::to_cache({nullptr, {1, 1, 2, 2}}, KvDtype::bf16), Catch::Contains("have no data"));
+    CHECK_THROWS_WITH(attn::to_cache({nullptr, {1, 1, 2, 2}}, KvDtype::bf16, "K"),
+                      Catch::Contains("to_cache: K (1×1×2×2) has no data"));
+}
+
+TEST_CASE("a finite float that would be stored as ±∞ is refused by name and place; ±∞ itself is kept",
+          "[decode][errors]") {
+    // 65519 rounds down to the largest float16, 65504; 65520 (the midpoint with 2¹⁶, a tie to the
+    // even pattern) up to ∞. Likewise for bfloat16 just under and at its midpoint with 2¹²⁸.
+    const float bf16_midpoint = std::bit_cast<float>(0x7F7F8000u);
+    for (const auto& [type, below, at] : {std::tuple{KvDtype::f16, 65519.0f, 65520.0f},
+                                          {KvDtype::bf16, std::nextafter(bf16_midpoint, 0.0f), bf16_midpoint}}) {
+        INFO(attn::to_string(type));
+        std::vector<float> floats{1.0f, -below, 2.0f, 3.0f};
+        const attn::Cache kept = attn::to_cache({floats.data(), {1, 1, 2, 2}}, type, "K");
+        CHECK(attn::to_floats(kept.view()).values(0, 1) ==
+              -(type == KvDtype::f16 ? attn::largest_float16 : attn::largest_bfloat16));
+        floats[2] = -at;
+        CHECK_THROWS_AS(attn::to_cache({floats.data(), {1, 1, 2, 2}}, type, "K"), std::overflow_error);
+        CHECK_THROWS_WITH(attn::to_cache({floats.data(), {1, 1, 2, 2}}, type, "K"),
+                          Catch::Contains("to_cache: K (1×1×2×2) holds -") &&
+                              Catch::Contains(" at [0, 0, 1, 0], which rounds to ±∞ in " + attn::to_string(type)));
+        floats[2] = -std::numeric_limits<float>::infinity();  // the caller's own ∞: stored, and refused by the decode
+        CHECK((attn::to_cache({floats.data(), {1, 1, 2, 2}}, type, "K").halves[2] & 0x7FFFu) ==
+              (type == KvDtype::f16 ? 0x7C00u : 0x7F80u));
+    }
 }
 
 TEST_CASE("a cache of any type, on every backend, is the naive chain on the values its bits hold", "[decode]") {

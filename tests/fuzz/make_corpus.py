@@ -74,3 +74,7 @@ pipeline("zero_width_layer.bin", 16, [claimed_shape(2**62, 0)] + [claimed_shape(
 # input the fuzzer found).
 pipeline("zero_depth_many_keys.bin", 0, [claimed_shape(0, 0)] + [claimed_shape(2**32, 0)] * 2)
 pipeline("overflow.bin", 0, [npy_bytes([[3e38, -3e38]]), npy_bytes([[1, -1]]), npy_bytes([[1, 2]])])
+# A query entry that float32 takes (the keys are small) but that rounds past the largest bfloat16:
+# the bf16 mode must refuse it, not return NaN (an input the fuzzer found).
+pipeline("bf16_query_past_largest.bin", 0,
+         [npy_bytes([[3.4e38, 0.0]]), npy_bytes([[1e-3, 0.0], [0.0, 1e-3]]), npy_bytes([[1, 2], [3, 4]])])

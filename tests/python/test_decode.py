@@ -195,6 +195,10 @@ REFUSALS = [
     ("bfloat16 not contiguous", dict(key=bf16(1, 2, 8, 5).transpose(2, 3), value=bf16(1, 2, 5, 8)),
      r"key \(1, 2, 5, 8\) is a bfloat16 tensor that is not C-contiguous: it is read in place, so pass "
      r"key\.contiguous\(\)"),
+    ("past the largest float16",
+     dict(key=np.full((1, 2, 5, 8), 65520, np.float32), value=x(1, 2, 5, 8), kv_dtype="f16"),
+     r"to_cache: key \(1×2×5×8\) holds 65520 at \[0, 0, 0, 0\], which rounds to ±∞ in f16 \(the largest is 65504\): "
+     r"a cache cannot hold it"),
     ("bfloat16 queries", dict(query=bf16(1, 4, 1, 8), key=bf16(1, 2, 5, 8), value=bf16(1, 2, 5, 8)),
      r"query is a bfloat16 tensor; only key and value may be 16-bit \(a cache\), query must be float32: "
      r"pass query\.float\(\)"),
