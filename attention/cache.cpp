@@ -19,8 +19,8 @@ std::size_t element_count(const HeadsShape& s) {
                            "cache");
 }
 
-// Refuses a finite float that rounds past the largest number of `type` (and so would be stored as
-// ±∞, which the decode would then refuse as if the caller's floats held it): named by its place.
+// Refuses a finite float x that `type` stores as ±∞ (the pattern `stored`), naming its place: the
+// decode would otherwise refuse the cache as if the caller's floats held ∞.
 void check_stored_finite(float x, std::uint16_t stored, KvDtype type, std::size_t k, const HeadsView& floats,
                          const std::string& name) {
     const std::uint16_t infinity = type == KvDtype::bf16 ? 0x7F80u : 0x7C00u;

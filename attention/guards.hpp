@@ -13,7 +13,8 @@ namespace attn::guards {
 // `out` must not hold Q, K or V itself: the chain writes its results while it still reads them.
 void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
                             const AttentionResult& out);
-// No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step); an
+// No NaN or ±inf; steps 3 and 6 provably within float32 (std::overflow_error naming the step); for
+// dtype bf16, no entry of Q or K that rounds to ±∞ in bfloat16 (std::overflow_error naming it); an
 // additive mask's terms as check_mask_values.
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
 // The largest row norms of Q, K and V (NaN or ±inf when a matrix holds one), however they were

@@ -75,8 +75,8 @@ struct Cache {
     CacheView view() const;
 };
 // to_cache makes one from `floats` (named `name` in its errors), refusing (std::overflow_error) a
-// finite float past the largest number of the type: 65504 for f16, 3.39·10³⁸ for bf16, where the
-// rounding would store ±∞.
+// finite float that rounds to ±∞ in the type: from 65520 on in size for f16 (the largest float16 is
+// 65504), from (2 − 2⁻⁸)·2¹²⁷ on for bf16 (matrix/bfloat16.hpp).
 Cache to_cache(const HeadsView& floats, KvDtype type, const std::string& name = "the floats");
 // A cache's values as floats: each element the value its bits hold (attention/cache.cpp).
 Heads to_floats(const CacheView& cache);
