@@ -299,12 +299,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (rounded.output) {
         if (!all_finite(*rounded.output)) bug("the bf16 mode's output is not finite");
-        const double u = 0x1p-8, c = attn::scale_factor(base.scale, Q.cols());
-        const double E =
-            c * (2 * u + u * u + (double(Q.cols()) + 2) * eps) * attn::max_row_norm(Q) * attn::max_row_norm(K);
+        // with η = 2⁻¹²⁶ for what bfloat16 and vdpbf16ps flush to 0 (tests/test_bf16.cpp derives both)
+        const double u = 0x1p-8, eta = 0x1p-126, c = attn::scale_factor(base.scale, Q.cols());
+        const double d = double(Q.cols()), m = double(K.rows()), q = attn::max_row_norm(Q), k = attn::max_row_norm(K);
+        const double E = c * ((2 * u + u * u + (d + 2) * eps) * q * k + (1 + u) * eta * std::sqrt(d) * (q + k) +
+                              d * eta * eta + (d + 2) * eta);
         if (E <= 1.0) {
-            const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + (double(K.rows()) + 64) * eps) - 1;
-            check_close(*rounded.output, *naive.output, attn::max_row_norm(V) * (factor + 4.0 * E) + 1e-30,
+            const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + (m + 64) * eps) - 1;
+            const double v = attn::max_row_norm(V);
+            const double flushed = (1 + u) * eta * (m * v + 2) + m * eta * eta + (m + 1) * eta;
+            check_close(*rounded.output, *naive.output, v * (factor + 4.0 * E) + (1 + factor) * flushed + 1e-30,
                         "the bf16 mode is further from naive than its rounding allows");
         }
     }

@@ -78,3 +78,8 @@ pipeline("overflow.bin", 0, [npy_bytes([[3e38, -3e38]]), npy_bytes([[1, -1]]), n
 # the bf16 mode must refuse it, not return NaN (an input the fuzzer found).
 pipeline("bf16_query_past_largest.bin", 0,
          [npy_bytes([[3.4e38, 0.0]]), npy_bytes([[1e-3, 0.0], [0.0, 1e-3]]), npy_bytes([[1, 2], [3, 4]])])
+# A subnormal query entry against a key entry at the top of the range: bfloat16 flushes the query to
+# 0, which only the bound's η terms allow (an input the fuzzer found).
+pipeline("bf16_subnormal_query.bin", 0,
+         [npy_bytes([[0.0, 2.0**-127]]), npy_bytes([[0.0, -(2 - 2.0**-7) * 2.0**127], [1.0, 0.0]]),
+          npy_bytes([[0.0, 0.0], [0.0, 2.0]])])
