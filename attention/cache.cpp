@@ -23,8 +23,9 @@ std::size_t element_count(const HeadsShape& s) {
 // decode would otherwise refuse the cache as if the caller's floats held ∞.
 void check_stored_finite(float x, std::uint16_t stored, KvDtype type, std::size_t k, const HeadsView& floats,
                          const std::string& name) {
-    const std::uint16_t infinity = type == KvDtype::bf16 ? 0x7F80u : 0x7C00u;
-    if ((stored & 0x7FFFu) != infinity || !std::isfinite(x)) return;
+    if (!std::isfinite(x) ||
+        !std::isinf(type == KvDtype::bf16 ? from_bfloat16_bits(stored) : from_float16_bits(stored)))
+        return;
     const HeadsShape& s = floats.shape;
     const std::size_t column = k % s.cols, row = k / s.cols % s.rows, head = k / s.cols / s.rows % s.heads,
                       batch = k / s.cols / s.rows / s.heads;
