@@ -165,10 +165,31 @@ NpyHeader parse_header(std::string_view bytes, const std::string& name) {
     return h;
 }
 
-// The array a header describes, allocated and not yet filled: its size checked against the limit
-// first (a bool takes one byte in memory, a float four).
-Array allocate(const NpyHeader& h, const std::string& name, const ReadOptions& options) {
+std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
+    return "the data is " + std::string(found < expected ? "shorter" : "longer") +
+           " than the header says: " + std::to_string(expected) + " bytes expected, " + std::to_string(found) +
+           " found";
+}
+
+// How many values a header promises: its size checked against the limit (a bool takes one byte in
+// memory, a float four), then its data's length against the `found` bytes the file holds after the
+// header. Both before anything is allocated: a header that claims more than its file holds costs
+// nothing, whatever the limit allows.
+std::uint64_t promised_count(const NpyHeader& h, std::uint64_t found, const std::string& name,
+                             const ReadOptions& options) {
     const std::uint64_t count = check_size(name, h.dims, h.boolean ? 1 : sizeof(float), options);
+    std::uint64_t expected = 0;
+    try {
+        expected = checked_product(count, h.item_bytes, name);
+    } catch (const std::length_error&) {
+        fail(name, "the shape is too large to count in bytes");
+    }
+    if (found != expected) fail(name, data_length_error(expected, found));
+    return count;
+}
+
+// The array of a header whose promise was checked (promised_count), allocated and not yet filled.
+Array allocate(const NpyHeader& h, std::uint64_t count) {
     Array a;
     a.shape.assign(h.dims.begin(), h.dims.end());  // each fits a size_t: check_size said so
     if (h.boolean) {
@@ -246,12 +267,6 @@ void check_count(const Matrix& m, const Shape& shape) {
                                     shape_string(shape));
 }
 
-std::string data_length_error(std::uint64_t expected, std::uint64_t found) {
-    return "the data is " + std::string(found < expected ? "shorter" : "longer") +
-           " than the header says: " + std::to_string(expected) + " bytes expected, " + std::to_string(found) +
-           " found";
-}
-
 }  // namespace
 
 Array io_checks::read_npy_file(const std::string& path, const ReadOptions& options) {
@@ -262,10 +277,8 @@ Array io_checks::read_npy_file(const std::string& path, const ReadOptions& optio
     std::string prefix(static_cast<std::size_t>(std::min<std::uint64_t>(size, 12 + max_header_bytes)), '\0');
     if (!in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()))) fail(path, "read error");
     const NpyHeader h = parse_header(prefix, path);
-    Array a = allocate(h, path, options);
-    const std::uint64_t total = element_count(a.shape), expected = total * h.item_bytes;  // checked by allocate
-    if (size < h.data_offset || size - h.data_offset != expected)
-        fail(path, data_length_error(expected, size - h.data_offset));
+    const std::uint64_t total = promised_count(h, size - h.data_offset, path, options);
+    Array a = allocate(h, total);
     in.seekg(static_cast<std::streamoff>(h.data_offset));
     std::vector<char> chunk(std::size_t{1} << 20);  // converted a MiB at a time, never the whole file twice
     for (std::size_t done = 0; done < total;) {
@@ -286,10 +299,8 @@ Matrix io_checks::matrix_of(Array a, const std::string& name) {
 
 Array parse_npy_array(std::string_view bytes, const std::string& name, const ReadOptions& options) {
     const NpyHeader h = parse_header(bytes, name);
-    Array a = allocate(h, name, options);
-    const std::uint64_t total = element_count(a.shape), expected = total * h.item_bytes;  // checked by allocate
-    const std::uint64_t found = bytes.size() - h.data_offset;
-    if (found != expected) fail(name, data_length_error(expected, found));
+    const std::uint64_t total = promised_count(h, bytes.size() - h.data_offset, name, options);
+    Array a = allocate(h, total);
     convert(h, bytes.data() + h.data_offset, 0, std::size_t(total), a, name, options);
     return a;
 }

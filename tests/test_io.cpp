@@ -116,6 +116,25 @@ TEST_CASE("a failed write leaves no file behind", "[io][npy]") {
     std::filesystem::remove_all(dir);
 }
 
+// A header is a claim; the file's length is the fact. A claim of 2⁴² floats (16 TiB) over 24 bytes of
+// data, with no memory limit, is refused as short before anything is allocated: allocating first
+// would throw std::bad_alloc here (or, for a claim that does fit in memory, take and touch all of it
+// before the refusal), so a crafted file could make a reader take whatever the limit allows.
+TEST_CASE("a .npy header's shape is checked against the file's length before anything is allocated",
+          "[io][npy][errors][limits]") {
+    const std::string claim = npy_with_header(header_of("<f4", "(2097152, 2097152)"), 24);
+    attn::ReadOptions unlimited;
+    unlimited.max_bytes = std::numeric_limits<std::uint64_t>::max();
+    const std::string short_data = "shorter than the header says: 17592186044416 bytes expected, 24 found";
+    CHECK_THAT(array_error(claim, unlimited), Contains("m.npy: the data is " + short_data));
+    const auto dir = std::filesystem::temp_directory_path() / ("attn-io-claim-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "claim.npy").string();
+    std::ofstream(path, std::ios::binary) << claim;
+    CHECK_THROWS_WITH(attn::read_array(path, unlimited), Contains(short_data));
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("bad .npy files are refused with the file and the reason", "[io][npy][errors]") {
     const std::string ok_header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
     CHECK(error_of(npy_with_header(ok_header, 24)) == "(no error)");
