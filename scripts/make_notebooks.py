@@ -48,7 +48,12 @@ PHRASES = {
                    "$d_k = «data:d_k»$, $d_v = «data:d_v»$. `layer.project(X)` is step 2.",
         "c_module": "The module: installed with pip (docs/using.md, From Python), or taken straight from a build "
                     "directory.",
-        "c_font": "the tokens need a CJK font (Debian: fonts-noto-cjk)",
+        "c_font": "the tokens 猫 坐 地毯 need a font with Chinese characters; this finds one by its file",
+        "c_font_fontconfig": "fontconfig (Linux): the fonts that cover Chinese, and the one it prefers among them",
+        "c_font_scan": "no fontconfig: the first font on the system that has 猫",
+        "c_font_added": "matplotlib learns the font from its file, whatever font list it saved earlier",
+        "c_font_missing": "No font with Chinese characters is installed, so 猫 坐 地毯 show as empty boxes in the heat "
+                          "maps. Install one (Debian: apt-get install fonts-noto-cjk) and run this cell again.",
         "c_walk": "the worked example, as `attn walk --format json` prints it",
         "c_step2": "step 2",
         "c_step3": "step 3: S_ij = q_i · k_j, n × n",
@@ -154,7 +159,12 @@ PHRASES = {
         "example": "示例中的词为«data:tokens»；$n = «data:n»$，$d_model = «data:d_model»$，$d_k = «data:d_k»$，"
                    "$d_v = «data:d_v»$。`layer.project(X)` 就是第 2 步。",
         "c_module": "模块：用 pip 安装（见 docs/using.md 的 From Python 一节），或直接从构建目录导入。",
-        "c_font": "中文词需要 CJK 字体（Debian：fonts-noto-cjk）",
+        "c_font": "猫、坐、地毯这些词需要含中文字符的字体；这里按字体文件找到一个",
+        "c_font_fontconfig": "fontconfig（Linux）：列出能显示中文的字体，并取它首选的一个",
+        "c_font_scan": "没有 fontconfig 时：取系统中第一个含有“猫”字的字体",
+        "c_font_added": "直接从字体文件加载，与 matplotlib 先前保存的字体列表无关",
+        "c_font_missing": "没有安装含中文字符的字体，热力图中的猫、坐、地毯会显示成空白方框。"
+                          "请安装一个（Debian：apt-get install fonts-noto-cjk），再运行这个单元格。",
         "c_walk": "示例的全部中间结果，与 `attn walk --format json` 输出的相同",
         "c_step2": "第 2 步",
         "c_step3": "第 3 步：S_ij = q_i · k_j，形状 n × n",
@@ -246,15 +256,37 @@ CELLS = [
     (MD, "# «title»\n\n«intro»\n\n«walk:indices»"),
     (CODE, """LANG = "«lang»"
 # «c_module»
-import os, sys, time
+import os, subprocess, sys, time
 build = os.environ.get("ATTN_BUILD", os.path.join("..", "build"))
 if os.path.isdir(build):
     sys.path.insert(0, build)
 import attention_cpp as ac
 import numpy as np
 import matplotlib.pyplot as plt
-plt.rcParams["font.sans-serif"] = ["Noto Sans CJK JP", "DejaVu Sans"]  # «c_font»
-np.set_printoptions(precision=4, suppress=True)"""),
+from matplotlib import font_manager
+np.set_printoptions(precision=4, suppress=True)
+
+def chinese_font_file():  # «c_font»
+    try:  # «c_font_fontconfig»
+        listed = subprocess.run(["fc-list", ":lang=zh-cn", "file"], capture_output=True, text=True).stdout
+        files = sorted(line.split(":")[0] for line in listed.splitlines())
+        best = subprocess.run(["fc-match", "-f", "%{file}", "sans-serif:lang=zh-cn"], capture_output=True, text=True).stdout
+        return best if best in files else (files or [None])[0]
+    except FileNotFoundError:  # «c_font_scan»
+        for path in font_manager.findSystemFonts():
+            try:
+                if ord("猫") in font_manager.get_font(path).get_charmap():
+                    return path
+            except RuntimeError:
+                pass
+    return None
+
+font_file = chinese_font_file()
+if font_file:  # «c_font_added»
+    font_manager.fontManager.addfont(font_file)
+    plt.rcParams["font.sans-serif"] = [font_manager.FontProperties(fname=font_file).get_name(), "DejaVu Sans"]
+else:
+    print("«c_font_missing»")"""),
     (MD, "## «walk:title.1»\n\n«walk:note.1»\n\n## «walk:title.2»\n\n«walk:note.2»«sp»«walk:weights»\n\n«example»"),
     (CODE, """walk = ac.walk(lang=LANG)  # «c_walk»
 tokens = walk["tokens"]
