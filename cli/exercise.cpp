@@ -1,4 +1,4 @@
-// cli/exercise.cpp — prints the experiments of attention/experiments.hpp, in English or Chinese.
+// cli/exercise.cpp — prints the experiments of lesson/experiments.hpp, in English or Chinese.
 #include "cli/exercise.hpp"
 
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "lesson/sentences.hpp"

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "attention/learn.hpp"
+#include "lesson/learn.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "lesson/json.hpp"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "attention/learn.hpp"
+#include "lesson/learn.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::lesson {

@@ -25,7 +25,7 @@ std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& t
 // The first, left open after its last number, for the second to go on.
 std::string walk_json_open(const ForwardWalk& walk, const std::vector<std::string>& tokens);
 
-// `attn learn`'s defaults (attention/learn.hpp's Settings{}), for the pages and the Python module:
+// `attn learn`'s defaults (lesson/learn.hpp's Settings{}), for the pages and the Python module:
 // {"task": "sentence", "steps": 300, "lr": 0.05, "seed": 1}.
 std::string learn_defaults_json();
 

@@ -58,9 +58,9 @@ constexpr Table<Sentence> sentences{{
     {S::note_2, "note.2", "three learned matrices give each token a query, a key and a value.",
      "三个可学习的矩阵为每个词分别生成 Query、Key 和 Value。"},
     {S::weights, "weights",
-     "$W_Q$, $W_K$ and $W_V$ are this project's choice (attention/worked_example.hpp): the lesson uses them but "
+     "$W_Q$, $W_K$ and $W_V$ are this project's choice (lesson/worked_example.hpp): the lesson uses them but "
      "never prints them. $X$ is the lesson's own; every number after it follows from these weights.",
-     "$W_Q$、$W_K$、$W_V$ 由本项目选定（attention/worked_example.hpp）：课程用到它们，但没有给出数值。$X$ "
+     "$W_Q$、$W_K$、$W_V$ 由本项目选定（lesson/worked_example.hpp）：课程用到它们，但没有给出数值。$X$ "
      "取自课程；之后的每个数都由它和这些权重算出。"},
     {S::column1, "column1", "column 1 of $W_Q$", "$W_Q$ 的第 1 列"},
     {S::title_3, "title.3", "Step 3 · Scores $S = Q·Kᵀ$", "第 3 步 · 注意力分数 $S = Q·Kᵀ$"},

@@ -1,10 +1,10 @@
 // lesson/walk.cpp — the worked example and its demos, each computed here once (the demos by
-// attention/experiments.hpp), for every surface that shows them.
+// lesson/experiments.hpp), for every surface that shows them.
 #include "lesson/walk.hpp"
 
 #include <algorithm>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 
 namespace attn::lesson {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/experiments.hpp"
+#include "lesson/experiments.hpp"
 #include "lesson/sentences.hpp"
 
 namespace attn::lesson {
@@ -71,7 +71,7 @@ ForwardWalk forward_walk(const SingleHeadAttention& layer, const Matrix& X, cons
 // The lesson's worked example.
 ForwardWalk worked_example_walk(const AttentionOptions& options);
 
-// The worked example run backwards, for L = ½‖O − T‖² with T = I (attention/worked_example.hpp).
+// The worked example run backwards, for L = ½‖O − T‖² with T = I (lesson/worked_example.hpp).
 struct Gradient {
     const char* marker;   // its line in attention/backward.cpp: "grad 6.V"
     std::string formula;  // "dV = αᵀ·dO"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "lesson/walk.hpp"
 #include "matrix/bfloat16.hpp"
 #include "matrix/print.hpp"

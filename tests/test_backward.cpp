@@ -15,7 +15,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "check_close.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"

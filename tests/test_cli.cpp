@@ -13,7 +13,7 @@
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
 #include "attention/heads.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "check_close.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"

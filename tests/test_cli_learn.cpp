@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/experiments.hpp"
-#include "attention/learn.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/learn.hpp"
 #include "matrix/print.hpp"
 #include "run_attn.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/worked_example.hpp"
 #include "run_attn.hpp"
 
 namespace ex = attn::experiments;

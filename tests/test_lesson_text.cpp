@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "attention/attention.hpp"
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"

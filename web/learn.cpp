@@ -1,7 +1,7 @@
 // web/learn.cpp — `attn learn` a step at a time, for the pages' live worked example: the page
 // makes a Learner (the task, the seed and Adam's step size, as `attn learn --task --seed --lr`), asks
 // it for a few steps between redraws, and draws the chain for the weights it is handed back with
-// walk() (web/walk.cpp). Training is attention/learn.cpp's Trainer, the one `attn learn` runs: for
+// walk() (web/walk.cpp). Training is lesson/learn.cpp's Trainer, the one `attn learn` runs: for
 // the same seed the page reaches the same weights, up to the last bits of each libm's exp.
 #include <emscripten/bind.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention/learn.hpp"
+#include "lesson/learn.hpp"
 #include "lesson/json.hpp"
 
 namespace attn::web {

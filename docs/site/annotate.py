@@ -40,16 +40,16 @@ ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attentio
          "attention/guards.cpp", "attention/trace.cpp",                                              # 1
          "matrix/ops.hpp", "matrix/ops.cpp",                                                         # 2
          "matrix/matrix.hpp", "matrix/matrix.cpp",                                                   # 3
-         "attention/worked_example.hpp", "lesson/walk.hpp", "lesson/walk.cpp", "lesson/sentences.hpp",
+         "lesson/worked_example.hpp", "lesson/walk.hpp", "lesson/walk.cpp", "lesson/sentences.hpp",
          "lesson/sentences.cpp", "cli/walk.hpp", "cli/walk.cpp",                                     # 4
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
          "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp",
          "simd/kernel_table.cpp", "simd/exp.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp",
          "simd/bf16.hpp", "attention/backends.hpp", "attention/backends.cpp",                        # 6
          "attention/backward.cpp", "lesson/walk_grad.cpp", "cli/walk_grad.hpp", "cli/walk_grad.cpp",
-         "simd/fused_backward.cpp", "attention/learn.hpp", "attention/learn.cpp",                    # 7
+         "simd/fused_backward.cpp", "lesson/learn.hpp", "lesson/learn.cpp",                    # 7
          "attention/heads.hpp", "attention/heads.cpp",                                               # 8
-         "attention/experiments.hpp", "attention/experiments.cpp",                                   # 9
+         "lesson/experiments.hpp", "lesson/experiments.cpp",                                   # 9
          "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 10
          "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 11
          "python/attention_cpp.cpp"]                                                                 # 12

@@ -349,7 +349,7 @@
     compute();
   });
 
-  // ---- training, a few steps per frame (the module's Learner: attention/learn.cpp's Trainer) -----
+  // ---- training, a few steps per frame (the module's Learner: lesson/learn.cpp's Trainer) -----
   const STEPS_PER_FRAME = 2;  // attn learn's default run, drawn two steps a frame
   function adopt(r) {  // what the Learner reports after its steps: the weights now, and the losses
     // each float written as the shortest decimal that reads back to it: 0.3, not 0.300000012

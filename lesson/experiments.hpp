@@ -1,4 +1,4 @@
-// attention/experiments.hpp — the lesson's exercises and its variance argument as computations that
+// lesson/experiments.hpp — the lesson's exercises and its variance argument as computations that
 // measure something. `attn exercise N` and `attn variance` print them; tests/ assert their claims.
 #pragma once
 

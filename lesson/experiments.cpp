@@ -1,6 +1,6 @@
-// attention/experiments.cpp — the lesson's exercises and confusions as computations: the
+// lesson/experiments.cpp — the lesson's exercises and confusions as computations: the
 // numbers `attn exercise`, `attn variance` and `attn walk` print, and the tests check.
-#include "attention/experiments.hpp"
+#include "lesson/experiments.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"

@@ -1,14 +1,14 @@
-// attention/learn.cpp — a few hundred steps of training, written out: forward, loss, backward
+// lesson/learn.cpp — a few hundred steps of training, written out: forward, loss, backward
 // (attention/backward.cpp: the same gradients its tests check against finite differences and
 // PyTorch), and Adam's update of W_Q and W_K (and of W_V when asked).
-#include "attention/learn.hpp"
+#include "lesson/learn.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <utility>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn::learn {
