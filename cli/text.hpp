@@ -9,9 +9,9 @@
 
 namespace attn::cli {
 
-// The lesson's two languages, its way to pick one (each text is written in both: in the lesson's
-// sentences, lesson/sentences.cpp, or where the terminal alone prints it, cli/exercise.cpp and the
-// help texts), and the example's tokens.
+// The lesson's two languages, its way to pick one (each text is written in both: every sentence of
+// the walk, the exercises and the learning task in lesson/sentences*.cpp; the help texts, which
+// describe the command line, here in cli/), and the example's tokens.
 using lesson::example_tokens;
 using lesson::Lang;
 using lesson::tr;

@@ -1,49 +1,19 @@
 // lesson/sentences.cpp — the sentences of the walk, in English and Chinese, formulas marked with $…$.
-//
-// Each table has one entry per identifier, in the identifiers' order; complete() checks that at
-// compile time, so a sentence added to the enum and not here (or the other way round) is an error.
+// Each table has one entry per identifier, in the identifiers' order (lesson/sentence_table.hpp).
 #include "lesson/sentences.hpp"
 
-#include <array>
-#include <cstddef>
+#include "lesson/sentence_table.hpp"
 
 namespace attn::lesson {
 
 namespace {
 
-template <class Id>
-struct Words {
-    Id id;
-    const char* en;
-    const char* zh;
-};
-
-template <class Id>
-struct Keyed {
-    Id id;
-    const char* key;  // its name in the JSON
-    const char* en;
-    const char* zh;
-};
-
-template <class Entry, std::size_t N>
-consteval bool complete(const std::array<Entry, N>& table) {
-    for (std::size_t k = 0; k < N; ++k) {
-        const Entry& e = table[k];
-        if (static_cast<std::size_t>(e.id) != k || !e.en || !e.zh) return false;
-        if constexpr (requires { e.key; })
-            if (!e.key) return false;
-    }
-    return true;
-}
-
-template <class Id>
-using Table = std::array<Keyed<Id>, static_cast<std::size_t>(Id::count)>;
-template <class Id>
-using Unkeyed = std::array<Words<Id>, static_cast<std::size_t>(Id::count)>;
+using table::complete;
+using table::KeyedTable;
+using table::Table;
 
 using S = Sentence;
-constexpr Table<Sentence> sentences{{
+constexpr KeyedTable<Sentence> sentences{{
     {S::indices, "indices",
      "Indices count from 1, as in the lesson: $x₁$ is row 1 of $X$ and $o₁$ is row 1 of $O$, the row that 0-based "
      "code (C++, NumPy, PyTorch) calls output[0].",
@@ -183,7 +153,7 @@ constexpr Table<Sentence> sentences{{
 static_assert(complete(sentences), "lesson/sentences.cpp: one sentence per Sentence, in its order");
 
 using L = Label;
-constexpr Unkeyed<Label> labels{{
+constexpr Table<Label> labels{{
     {L::walk_title, "Single-head scaled dot-product attention, one step at a time", "单头缩放点积注意力，逐步计算"},
     {L::whole_chain, "The whole chain in one line", "整条计算链写成一行"},
     {L::mask_formula, "(M_ij = −∞ for j > i, else 0)", "（j > i 时 M_ij = −∞，否则为 0）"},
@@ -211,7 +181,7 @@ constexpr Unkeyed<Label> labels{{
 static_assert(complete(labels), "lesson/sentences.cpp: one label per Label, in its order");
 
 using B = Backward;
-constexpr Table<Backward> backward{{
+constexpr KeyedTable<Backward> backward{{
     {B::title, "title", "How the weights learn: the chain run backwards", "权重如何学习：沿计算链反向计算"},
     {B::intro, "intro",
      "A loss $L$ measures how far $O$ is from a target $T$; here $L = ½‖O − T‖²$ with $T = I$: token $i$'s output "
@@ -254,7 +224,7 @@ constexpr Table<Backward> backward{{
 }};
 static_assert(complete(backward), "lesson/sentences.cpp: one sentence per Backward, in its order");
 
-constexpr Unkeyed<Bf16> bf16{{
+constexpr Table<Bf16> bf16{{
     {Bf16::title, "The same attention in bfloat16 (--dtype bf16)", "同一个注意力，用 bfloat16 计算（--dtype bf16）"},
     {Bf16::note,
      "bfloat16 keeps a float's 8-bit exponent but only 8 significant bits: rounding moves a number by at most 2⁻⁸ "
@@ -270,17 +240,10 @@ constexpr Unkeyed<Bf16> bf16{{
 }};
 static_assert(complete(bf16), "lesson/sentences.cpp: one sentence per Bf16, in its order");
 
-template <class Entry, std::size_t N, class Id>
-const Entry& entry(const std::array<Entry, N>& table, Id id) {
-    return table[static_cast<std::size_t>(id)];
-}
-
-template <class Entry>
-const char* in(Lang lang, const Entry& e) {
-    return tr(lang, e.en, e.zh);
-}
-
 }  // namespace
+
+using table::entry;
+using table::in;
 
 const char* marked(Lang lang, Sentence id) { return in(lang, entry(sentences, id)); }
 const char* marked(Lang lang, Label id) { return in(lang, entry(labels, id)); }

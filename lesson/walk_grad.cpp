@@ -2,8 +2,8 @@
 // for L = ½‖O − T‖² with T = I (lesson/worked_example.hpp), in the order the walk shows them.
 #include <string>
 
-#include "lesson/worked_example.hpp"
 #include "lesson/walk.hpp"
+#include "lesson/worked_example.hpp"
 
 namespace attn::lesson {
 
