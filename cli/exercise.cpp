@@ -35,10 +35,13 @@ struct Options {
     int number = 0;
 };
 
+// v with `digits` decimals; what rounds to 0 without a sign ("-0.00" reads as a sign that means
+// something; it does not here).
 std::string fixed(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
+    const std::string s = buf;
+    return s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos ? s.substr(1) : s;
 }
 
 // A seed is any 32-bit value, 0 and the default 1 included.
@@ -192,7 +195,9 @@ void exercise1(const Options& o, std::ostream& out) {
 
 void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    out << diagonal_question(l) << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
+    // the lesson's two questions, and what S_ii is, as attn walk says them
+    out << lesson::say(l, lesson::Sentence::exercise2) << "\n  " << lesson::say(l, lesson::Sentence::exercise2_note)
+        << "\n\n";
     const lesson::ForwardWalk example = lesson::worked_example_walk({});  // its S and each row's largest score
     const Matrix& S = example.trace.S;
     const auto tokens = example_tokens(l);

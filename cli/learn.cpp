@@ -1,5 +1,6 @@
-// cli/learn.cpp — `attn learn`: parses, calls attn::learn::train, prints (or writes as JSON) the loss
-// and α at three moments, the cell each row should choose marked.
+// cli/learn.cpp — `attn learn`: parses, calls attn::learn::train, prints the loss and α at three
+// moments, the cell each row should choose marked, with the run's sentences (lesson/sentences.hpp,
+// Learning), or writes it as JSON (lesson/json.hpp).
 #include "cli/learn.hpp"
 
 #include <algorithm>
@@ -86,13 +87,6 @@ std::string loss_text(double L) {
     return buf;
 }
 
-// The weights training changes: W_Q and W_K, and W_V when asked.
-std::vector<std::string> trained_names(const learn::Settings& s) {
-    std::vector<std::string> names = {"W_Q", "W_K"};
-    if (s.train_values) names.push_back("W_V");
-    return names;
-}
-
 using lesson::Learning;
 
 std::string say(Lang l, Learning id, std::initializer_list<std::string> values = {}) {
@@ -124,7 +118,7 @@ std::string alpha_text(const Matrix& alpha, const learn::Problem& p, const std::
 // What is trained, the sizes, and why L falls: the story the run then shows.
 std::string story(const LearnOptions& o, const learn::Problem& p) {
     const Lang l = o.lang;
-    const auto names = trained_names(o.settings);
+    const auto names = learn::trained_weights(o.settings);
     return "  " +
            say(l, o.task == learn::Task::sentence ? Learning::sizes_sentence : Learning::sizes_retrieval,
                {std::to_string(p.X.rows()), std::to_string(p.X.cols()), std::to_string(p.d_k),
@@ -190,36 +184,6 @@ std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Ru
     return out.str();
 }
 
-// A JSON array of `items`, each written by `item`.
-template <class List, class Item>
-std::string json_list(const List& items, Item item) {
-    std::string out = "[";
-    for (std::size_t k = 0; k < items.size(); ++k) out += (k ? ", " : "") + item(items[k]);
-    return out + "]";
-}
-
-std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
-    const auto index = [](std::size_t i) { return std::to_string(i); };
-    const auto number = [](double x) { return lesson::json_number(x); };
-    const auto quoted = [](const std::string& s) { return lesson::json_string(s); };
-    std::ostringstream out;
-    out << "{\n  \"task\": " << lesson::json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
-        << ",\n  \"lr\": " << shortest_decimal(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
-        << ",\n  \"backend\": " << lesson::json_string(to_string(o.settings.backend))
-        << ",\n  \"train_values\": " << (o.settings.train_values ? "true" : "false")
-        << ",\n  \"trained\": " << json_list(trained_names(o.settings), quoted) << ",\n  \"n\": " << p.X.rows()
-        << ",\n  \"d_model\": " << p.X.cols() << ",\n  \"d_k\": " << p.d_k << ",\n  \"d_v\": " << p.W_V.cols()
-        << ",\n  \"tokens\": " << json_list(token_names(o.task, p.X.rows(), o.lang), quoted)
-        << ",\n  \"wanted\": " << json_list(p.wanted, index) << ",\n  \"loss\": " << json_list(run.loss, number)
-        << ",\n  \"middle_step\": " << run.middle_step
-        << ",\n  \"alpha_start\": " << lesson::json_matrix(run.alpha_start)
-        << ",\n  \"alpha_middle\": " << lesson::json_matrix(run.alpha_middle)
-        << ",\n  \"alpha_end\": " << lesson::json_matrix(run.alpha_end)
-        << ",\n  \"alpha_wanted_end\": " << json_list(learn::wanted_weights(run.alpha_end, p), number)
-        << ",\n  \"W_V_end\": " << lesson::json_matrix(run.W_V_end) << "\n}\n";
-    return out.str();
-}
-
 // The help text, with the defaults read from learn::Settings{}: one place says what they are.
 std::string help(Lang l) {
     const learn::Settings defaults;
@@ -277,7 +241,9 @@ int learn_command(std::span<const std::string> args) {
     }
     const learn::Problem problem = learn::make_problem(o.task, o.settings.seed);
     const learn::Run run = learn::train(problem, o.settings);
-    std::cout << (o.json ? json(o, problem, run) : text(o, problem, run));
+    std::cout << (o.json ? lesson::learn_run_json(o.task, o.settings, problem, run,
+                                                  token_names(o.task, problem.X.rows(), o.lang))
+                         : text(o, problem, run));
     return 0;
 }
 

@@ -22,7 +22,4 @@ std::string scale_symbol(Scale scale);
 // --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
 Lang lang_from_environment();
 
-// Exercise 2's two questions and what S_ii is, said alike by `attn walk` and `attn exercise 2`.
-const char* diagonal_question(Lang lang);
-
 }  // namespace attn::cli

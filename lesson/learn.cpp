@@ -164,6 +164,12 @@ double values_moved(const Problem& problem, const Run& run) {
     return std::sqrt(moved / size);
 }
 
+std::vector<std::string> trained_weights(const Settings& settings) {
+    std::vector<std::string> names = {"W_Q", "W_K"};
+    if (settings.train_values) names.push_back("W_V");
+    return names;
+}
+
 std::string to_string(Task task) { return task == Task::sentence ? "sentence" : "retrieval"; }
 
 }  // namespace attn::learn

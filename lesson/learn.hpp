@@ -108,6 +108,9 @@ double values_moved(const Problem& problem, const Run& run);
 // L = ½‖O − T‖², summed in double.
 double squared_error(const Matrix& O, const Matrix& T);
 
+// The weights a run with these settings trains, by name: "W_Q", "W_K", and "W_V" when train_values.
+std::vector<std::string> trained_weights(const Settings& settings);
+
 std::string to_string(Task task);  // "sentence", "retrieval"
 
 }  // namespace attn::learn

@@ -26,11 +26,19 @@ struct Keyed {
     const char* zh;
 };
 
+template <class Id>
+struct Named {
+    Id id;
+    const char* key;  // its name in the JSON
+};
+
 template <class Entry, std::size_t N>
 consteval bool complete(const std::array<Entry, N>& table) {
     for (std::size_t k = 0; k < N; ++k) {
         const Entry& e = table[k];
-        if (static_cast<std::size_t>(e.id) != k || !e.en || !e.zh) return false;
+        if (static_cast<std::size_t>(e.id) != k) return false;
+        if constexpr (requires { e.en; })
+            if (!e.en || !e.zh) return false;
         if constexpr (requires { e.key; })
             if (!e.key) return false;
     }
@@ -41,6 +49,8 @@ template <class Id>
 using KeyedTable = std::array<Keyed<Id>, static_cast<std::size_t>(Id::count)>;
 template <class Id>
 using Table = std::array<Words<Id>, static_cast<std::size_t>(Id::count)>;
+template <class Id>
+using Names = std::array<Named<Id>, static_cast<std::size_t>(Id::count)>;
 
 template <class Entry, std::size_t N, class Id>
 const Entry& entry(const std::array<Entry, N>& table, Id id) {

@@ -20,7 +20,8 @@ namespace attn::lesson {
 // The forward walk's sentences, which the pages show too: the JSON's "text", under key(id).
 enum class Sentence {
     indices,
-    expanded,
+    expanded,      // an entry written out (Q₁₁, S₁₂)
+    expanded_row,  // a row written out (α₁, o₁)
     title_1,
     note_1,
     title_2,
@@ -61,17 +62,35 @@ enum class Sentence {
     note_6,
     confusion3,
     confusion3_note,
+    exercise2,
+    exercise2_note,
+    diagonal_yes,
+    diagonal_no,
     exercise5,
     exercise5_note,
     exercise5_causal,
     length,
+    written_in_step_6,
+    shapes_flowed,
     confusion4,
     confusion4_note,
     heads_cost,
+    title_fused,
+    note_fused,
+    fused_why_m,
+    fused_row,
+    fused_keys,
+    fused_end,
+    fused_tiles,
+    fused_halves,
+    fused_first_half,
+    fused_second_half,
+    fused_merge,
+    fused_merged,
     count
 };
 
-// What only the terminal says around them: its header, labels and exercise 2's answers.
+// What only the terminal says around them: its header and labels.
 enum class Label {
     walk_title,
     whole_chain,
@@ -85,11 +104,7 @@ enum class Label {
     shapes,
     shapes_note,
     weights,
-    diagonal_question,
-    diagonal_yes,
-    diagonal_no,
-    shapes_flowed,
-    written_in_step_6,
+    code,
     count
 };
 

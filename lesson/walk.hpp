@@ -11,6 +11,7 @@
 
 #include "attention/attention.hpp"
 #include "lesson/experiments.hpp"
+#include "lesson/fused_walk.hpp"
 #include "lesson/sentences.hpp"
 
 namespace attn::lesson {
@@ -63,6 +64,9 @@ struct ForwardWalk {
     std::vector<OutputAgainstValue> exercise5;
 
     Heads heads;
+
+    // Steps 3–6 as the fused kernel does them: key by key, in tiles of two, and in two merged halves.
+    FusedWalk fused;
 };
 
 // The walk of `layer` on X: the lesson's (worked_example) or any other, as the pages' editable example.

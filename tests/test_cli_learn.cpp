@@ -199,6 +199,7 @@ TEST_CASE("exercise 3's verdicts follow every run, and say so when the runs do n
         REQUIRE(r.status == 0);
         const bool zh = std::string(lang) == "zh";
         CHECK_THAT(r.out, Contains(zh ? "单次调用注意力的核心计算" : "median of 5 repeats"));
+        CHECK_THAT(r.out, !Contains("-0.00 ") && !Contains("(-0.00") && !Contains("（-0.00"));  // 0 has no sign
         for (const std::string name : {"naive", "simd", "fused"}) {
             // "    naive 2.04: close to 2 in all 5 runs (1.98 to 2.10), …"
             const std::size_t at = r.out.find("\n    " + name + " ");
