@@ -8,7 +8,9 @@ Each notebook must be committed without outputs, run every cell without an error
 imported from --build, as a developer would), and leave Q, K, V, α and O of the worked example and α
 under the causal mask equal to attn walk's (the same float32 bits), and what it computes in NumPy
 within float32 rounding of attn walk's: S, S with W_K = W_Q (confusion 1), the softmax down columns
-(confusion 2) and α under exercise 4's own −∞ mask; with no warning from any cell. That the notebooks
+(confusion 2), α under exercise 4's own −∞ mask, and the online softmax of the fused walk, key by key
+and merged from two halves; every hands-on cell must print that it found the walk's numbers; with no
+warning from any cell. That the notebooks
 are what scripts/make_notebooks.py makes is tests/python/test_notebooks.py's check.
 
 The notebooks run against a stale font list made on purpose: matplotlib saves the fonts it finds in a
@@ -37,13 +39,16 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {"lesson-03.ipynb": "en", "lesson-03.zh.ipynb": "zh"}
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_notebooks import PHRASES  # noqa: E402  (the notebooks' own words: what their checks print)
 
 # Appended to the notebook for this check only: what the notebook computed, as JSON.
 REPORT = """import json as _json
 print(_json.dumps({"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist(), "S": S.tolist(), "weights": alpha.tolist(),
                    "output": O.tolist(), "weights_causal": alpha_causal.tolist(), "tokens": tokens,
                    "S_with_W_K_as_W_Q": S_same.tolist(), "softmax_by_column": by_column.tolist(),
-                   "weights_own_mask": alpha_mask.tolist(), "font_file": font_file}))"""
+                   "weights_own_mask": alpha_mask.tolist(), "font_file": font_file,
+                   "fused_state": [float(x) for x in (m, l, *o)], "fused_merged": [float(x) for x in (m12, l12, *o12)]}))"""
 
 # Run with MPLCONFIGDIR naming the stale folder: matplotlib's list of the fonts it found, rewritten
 # without the fonts that cover Chinese, as it would have been saved before one was installed.
@@ -133,6 +138,16 @@ def main():
         check(close(got["weights_own_mask"], causal["weights"]),
               f"{name}: exercise 4's answer, the −∞ mask written in NumPy, gives attn walk --causal's α")
         check(got["tokens"] == walk["tokens"], f"{name}: its tokens are attn walk's in its language ({got['tokens']})")
+        f = walk["fused"]
+        for key, state in (("fused_state", f["one_at_a_time"][-1]["after"]), ("fused_merged", f["halves"]["merged"])):
+            check(close(got[key], [state["m"], state["l"], *state["o"]]),
+                  f"{name}: its online softmax, key by key in NumPy ({key}), is attn walk's ({got[key]})")
+        # every hands-on cell checks itself against the walk, and says so
+        printed_all = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stdout")
+        said = PHRASES[lang]["c_check"]
+        check(printed_all.count(f"{said}{PHRASES[lang]['colon']} True") >= 10 and f"{said}{PHRASES[lang]['colon']} False" not in printed_all,
+              f"{name}: every NumPy cell that computes what the walk computed finds the walk's numbers "
+              f"({printed_all.count(said)} checks)")
         check(bool(got["font_file"]), f"{name}: found the Chinese font by its file ({got['font_file']})")
         warnings = [o["text"] for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
         check(not warnings, f"{name}: no cell wrote a warning, with the stale font list (a missing glyph would)"
