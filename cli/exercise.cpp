@@ -223,7 +223,10 @@ void exercise2(const Options& o, std::ostream& out) {
 std::string describe_exponent(Lang l, const char* name, const std::vector<ex::GrowthRun>& runs) {
     const ex::ExponentSpread e = ex::time_exponents(runs);
     const ex::Busy busy = ex::how_busy(runs);
-    const std::string count = std::to_string(runs.size()), lowest = fixed(e.lowest, 2), highest = fixed(e.highest, 2);
+    // each value as the verdict reads it: to two decimals, a share in whole percent
+    const auto hundredths = [](double x) { return fixed(double(std::lround(x * 100)) / 100, 2); };
+    const std::string count = std::to_string(runs.size()), lowest = hundredths(e.lowest),
+                      highest = hundredths(e.highest);
     std::string verdict;
     switch (ex::growth_verdict(e, busy)) {
         case ex::GrowthVerdict::close_to_2: verdict = say(l, Exercise::e3_close, {count, lowest, highest}); break;
@@ -233,13 +236,14 @@ std::string describe_exponent(Lang l, const char* name, const std::vector<ex::Gr
         case ex::GrowthVerdict::too_busy:
             verdict = busy.waited > ex::busiest_wait
                           ? say(l, Exercise::e3_waited,
-                                {lowest, highest, std::to_string(busy.waited_n), fixed(100 * busy.waited, 0)})
+                                {lowest, highest, std::to_string(busy.waited_n),
+                                 std::to_string(std::lround(100 * busy.waited))})
                           : say(l, Exercise::e3_scattered,
                                 {lowest, highest, std::to_string(busy.n), count, fixed(busy.fastest * 1e3, 2),
-                                 fixed(busy.slowest * 1e3, 2), fixed(busy.exponent_shift, 2)});
+                                 fixed(busy.slowest * 1e3, 2), hundredths(busy.exponent_shift)});
             break;
     }
-    return "    " + std::string(name) + " " + fixed(e.median, 2) + tr(l, ": ", "：") + verdict + "\n";
+    return "    " + std::string(name) + " " + hundredths(e.median) + tr(l, ": ", "：") + verdict + "\n";
 }
 
 void exercise3(const Options& o, std::ostream& out) {

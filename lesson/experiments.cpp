@@ -292,7 +292,8 @@ Busy how_busy(const std::vector<GrowthRun>& runs) {
 }
 
 bool too_busy(const Busy& busy, double margin) {
-    return std::lround(busy.exponent_shift * 100) > std::lround(margin * 100) || busy.waited > busiest_wait;
+    const auto hundredths = [](double x) { return std::lround(x * 100); };  // as printed: 0.16, 51%
+    return hundredths(busy.exponent_shift) > hundredths(margin) || hundredths(busy.waited) > hundredths(busiest_wait);
 }
 
 GrowthVerdict growth_verdict(const ExponentSpread& exponents, const Busy& busy, double margin) {

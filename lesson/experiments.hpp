@@ -155,8 +155,9 @@ struct Busy {
     double waited = 0;                // the median run's share of its time off a core there, 0 … 1
 };
 Busy how_busy(const std::vector<GrowthRun>& runs);
-// A machine too busy to fit an exponent: a scatter that could move it by more than the margin (as
-// printed, to two decimals), or calls that spent more than half their time waiting for a core.
+// A machine too busy to fit an exponent: a scatter that could move it by more than the margin, or
+// calls that spent more than half their time waiting for a core (both read as printed: to two
+// decimals, and in whole percent).
 constexpr double busiest_wait = 0.5;
 bool too_busy(const Busy& busy, double margin);
 
