@@ -1,4 +1,5 @@
-// cli/exercise.cpp — prints the experiments of attention/experiments.hpp, in English or Chinese.
+// cli/exercise.cpp — `attn exercise N` and `attn variance`: parses, runs the experiments of
+// lesson/experiments.hpp and prints them with their sentences (lesson/sentences.hpp, Exercise).
 #include "cli/exercise.hpp"
 
 #include <unistd.h>
@@ -10,12 +11,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
+#include "lesson/experiments.hpp"
 #include "lesson/sentences.hpp"
 #include "lesson/walk.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
 
@@ -34,10 +35,13 @@ struct Options {
     int number = 0;
 };
 
+// v with `digits` decimals; what rounds to 0 without a sign ("-0.00" reads as a sign that means
+// something; it does not here).
 std::string fixed(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
+    const std::string s = buf;
+    return s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos ? s.substr(1) : s;
 }
 
 // A seed is any 32-bit value, 0 and the default 1 included.
@@ -105,6 +109,15 @@ private:
 // d_k is read off the means over several draws, beside their spread, never off one.
 constexpr std::size_t scaling_draws = 20;
 
+using lesson::Exercise;
+
+std::string say(Lang l, Exercise id, std::initializer_list<std::string> values = {}) {
+    return lesson::say(l, id, values);
+}
+
+// "  ÷ 1:     ", "  ÷ √d_k： ": a scale's label before its sentence, in a column of its own.
+std::string scale_label(Lang l, Scale scale) { return "  " + pad_right(scale_symbol(scale) + tr(l, ":", "："), 9); }
+
 // The sentences under exercise 1's table, each built from the table's own numbers, so that what is
 // said about a trend is what the rows show (‖J‖ without scaling first grows, then collapses: the
 // sentence names its peak instead of calling it monotone).
@@ -112,48 +125,31 @@ void conclude_scaling(Lang l, const std::vector<ex::ScalingResult>& results, std
     const ex::ScalingTrend none = ex::scaling_trend(results, Scale::none),
                            sqrt = ex::scaling_trend(results, Scale::sqrt_dk),
                            dk = ex::scaling_trend(results, Scale::dk);
-    const auto at = [l](const ex::ScalingResult& r) {
-        return std::string(tr(l, " at d_k = ", "（d_k = ")) + std::to_string(r.d_k) + tr(l, "", "）");
-    };
-    out << tr(l, "  ÷ 1:     entropy ", "  ÷ 1：    熵 ") << fixed(none.first.mean.entropy, 3) << at(none.first)
-        << " → " << fixed(none.last.mean.entropy, 3) << at(none.last) << tr(l, ", largest weight → ", "，最大权重 → ")
-        << fixed(none.last.mean.max_weight, 3)
-        << (none.last.mean.max_weight > 0.9 ? tr(l, ": α turns nearly one-hot.\n", "：α 几乎成了 one-hot。\n")
-                                            : tr(l, ": α sharpens.\n", "：α 变得更集中。\n"));
+    const auto d = [](const ex::ScalingResult& r) { return std::to_string(r.d_k); };
+    out << scale_label(l, Scale::none)
+        << say(l, none.last.mean.max_weight > 0.9 ? Exercise::e1_none_one_hot : Exercise::e1_none_sharpens,
+               {fixed(none.first.mean.entropy, 3), d(none.first), fixed(none.last.mean.entropy, 3), d(none.last),
+                fixed(none.last.mean.max_weight, 3)})
+        << "\n           ";
+    const std::string last = fixed(none.last.mean.jacobian_norm, 4);
     if (none.peak_jacobian.d_k != none.first.d_k)
-        out << tr(l, "           ‖J‖ first grows while the scores spread, to ",
-                  "           ‖J‖ 先随分数散开而增大，达到峰值 ")
-            << fixed(none.peak_jacobian.mean.jacobian_norm, 4) << at(none.peak_jacobian)
-            << tr(l, ",\n           then falls to ", "，\n           然后降到 ");
-    else out << tr(l, "           ‖J‖ falls to ", "           ‖J‖ 降到 ");
+        out << say(l, Exercise::e1_jacobian_peak,
+                   {fixed(none.peak_jacobian.mean.jacobian_norm, 4), d(none.peak_jacobian), last, d(none.last)});
+    else out << say(l, Exercise::e1_jacobian_falls, {last, d(none.last)});
     const double ratio = none.last.mean.jacobian_norm / sqrt.last.mean.jacobian_norm;
-    out << fixed(none.last.mean.jacobian_norm, 4) << at(none.last) << tr(l, ", ", "，为 ÷ √d_k 时的 ")
-        << fixed(ratio, 2) << tr(l, "× that of ÷ √d_k: ", " 倍：")
-        << (ratio < 1 ? tr(l, "once α saturates,\n           little gradient reaches the scores.\n",
-                           "α 饱和后，\n           传回分数的梯度所剩无几。\n")
-                      : tr(l, "no gradient lost yet at these sizes.\n", "在这些 d_k 下梯度尚未减小。\n"));
+    out << say(l, ratio < 1 ? Exercise::e1_saturated : Exercise::e1_not_saturated, {fixed(ratio, 2)}) << "\n";
     const bool flat = dk.last.mean.entropy > 0.99 * std::log(64.0);
-    out << tr(l, "  ÷ d_k:   entropy → ", "  ÷ d_k：  熵 → ") << fixed(dk.last.mean.entropy, 3) << at(dk.last)
-        << (flat ? tr(l, ", within 1% of ln 64 = 4.159", "，与 ln 64 = 4.159 相差不到 1%")
-                 : tr(l, ", short of ln 64 = 4.159", "，仍低于 ln 64 = 4.159"))
-        << tr(l, "; largest weight → ", "；最大权重 → ") << fixed(dk.last.mean.max_weight, 3)
-        << (flat ? tr(l, ":\n           α flattens to nearly uniform.\n", "：\n           α 几乎成了均匀分布。\n")
-                 : tr(l, ":\n           α flattens.\n", "：\n           α 变得更平。\n"));
+    out << scale_label(l, Scale::dk)
+        << say(l, flat ? Exercise::e1_dk_uniform : Exercise::e1_dk_flatter,
+               {fixed(dk.last.mean.entropy, 3), d(dk.last), fixed(dk.last.mean.max_weight, 3)})
+        << "\n";
     // ÷ √d_k: do the means differ by more than their draws leave uncertain (ex::entropy_change_threshold)?
     // Only then is there a trend to name.
-    const bool same = !sqrt.entropy_changes();
-    const std::string errors = fixed(ex::entropy_change_standard_errors, 0);
-    out << tr(l, "  ÷ √d_k:  mean entropy between ", "  ÷ √d_k： 各 d_k 的平均熵都在 ") << fixed(sqrt.min_entropy, 3)
-        << tr(l, " and ", " 与 ") << fixed(sqrt.max_entropy, 3)
-        << tr(l, " at every d_k; the two differ by ", " 之间，两者相差 ")
-        << fixed(sqrt.max_entropy - sqrt.min_entropy, 3)
-        << (same ? tr(l, ",\n           within ", "，\n           不超过这一差值的 ")
-                 : tr(l, ",\n           more than ", "，\n           超过了这一差值的 "))
-        << errors << tr(l, " standard errors of that difference (", " 倍标准误（") << fixed(sqrt.entropy_threshold, 3)
-        << (same ? tr(l, "): the spread of attention (its entropy)\n           is about the same at every width.\n\n",
-                      "）：无论 d_k 多大，\n           注意力的分散程度（熵）都差不多。\n\n")
-                 : tr(l, "): the spread of attention (its entropy)\n           still changes with d_k.\n\n",
-                      "）：\n           注意力的分散程度（熵）仍随 d_k 变化。\n\n"));
+    out << scale_label(l, Scale::sqrt_dk)
+        << say(l, sqrt.entropy_changes() ? Exercise::e1_sqrt_changes : Exercise::e1_sqrt_same,
+               {fixed(sqrt.min_entropy, 3), fixed(sqrt.max_entropy, 3), fixed(sqrt.max_entropy - sqrt.min_entropy, 3),
+                fixed(ex::entropy_change_standard_errors, 0), fixed(sqrt.entropy_threshold, 3)})
+        << "\n\n";
 }
 
 // A count with its thousands grouped: "1,000,000".
@@ -174,22 +170,10 @@ std::string mean_spread(double mean, double spread, int digits) {
 
 void exercise1(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    out << tr(l, "Exercise 1 · Dividing by √d_k, by d_k, or not at all\n\n",
-              "练习 1 · 除以 √d_k、除以 d_k，还是不缩放\n\n")
-        << tr(l, "  64 queries against 64 keys, every entry N(0, 1); ",
-              "  64 个 Query 对 64 个 Key，每个分量服从 N(0, 1)；每个 d_k 独立抽样 ")
-        << scaling_draws
-        << tr(l,
-              " draws per d_k, each averaged over its rows;\n"
-              "  the table gives the mean over the draws ± their standard deviation.\n"
-              "  entropy: ln 64 = 4.16 is uniform, 0 is one-hot. ‖J‖: size of the softmax's Jacobian diag(α) − ααᵀ,\n"
-              "  how much α can still move when its scores move (the gradient that reaches the scores).\n\n",
-              " 次，每次先对各行取平均；\n"
-              "  表中为各次抽样的平均值 ± 标准差。\n"
-              "  熵：均匀分布时为 ln 64 = 4.16，one-hot 时为 0。‖J‖：softmax 雅可比矩阵 diag(α) − ααᵀ 的范数，\n"
-              "  即分数变化时 α 还能变化多少（也就是能传回分数的梯度有多大）。\n\n");
-    out << "  " << pad_right("d_k", 6) << pad_right(tr(l, "scale", "缩放"), 8) << pad_left(tr(l, "entropy", "熵"), 15)
-        << pad_left(tr(l, "max α", "最大 α"), 15) << pad_left("‖J‖", 17) << "\n";
+    out << say(l, Exercise::e1_title) << "\n\n  " << say(l, Exercise::e1_setup, {std::to_string(scaling_draws)})
+        << "\n\n  " << pad_right("d_k", 6) << pad_right(say(l, Exercise::e1_scale), 8)
+        << pad_left(say(l, Exercise::e1_entropy), 15) << pad_left(say(l, Exercise::e1_max_weight), 15)
+        << pad_left("‖J‖", 17) << "\n";
     const auto results = ex::scaling_over_draws({4, 16, 64, 256, 1024}, 64, 64, scaling_draws, o.seed);
     for (const auto& r : results) {
         out << "  " << pad_right(std::to_string(r.d_k), 6) << pad_right(scale_symbol(r.scale), 8)
@@ -199,88 +183,67 @@ void exercise1(const Options& o, std::ostream& out) {
     }
     out << "\n";
     conclude_scaling(l, results, out);
-    out << tr(l, "  The worked example (d_k = 3), row 1 of α under each scale:\n",
-              "  示例（d_k = 3）中 α 的第 1 行在三种缩放下的值：\n");
+    out << "  " << say(l, Exercise::e1_example) << "\n";
     for (Scale s : {Scale::none, Scale::sqrt_dk, Scale::dk}) {
         const Matrix weights = worked_example::trace({.scale = s}).weights;
         const auto stats = ex::row_stats(weights.row(0));
         out << "  " << pad_right(scale_symbol(s), 10) << "[";
         for (float a : weights.row(0)) out << " " << format_number(a, 4);
-        out << " ]  " << tr(l, "entropy ", "熵 ") << fixed(stats.entropy, 3) << "\n";
+        out << " ]  " << say(l, Exercise::e1_example_entropy, {fixed(stats.entropy, 3)}) << "\n";
     }
 }
 
 void exercise2(const Options& o, std::ostream& out) {
     const Lang l = o.lang;
-    out << diagonal_question(l) << "\n\n";  // the lesson's two questions, and what S_ii is, as attn walk says them
+    // the lesson's two questions, and what S_ii is, as attn walk says them
+    out << lesson::say(l, lesson::Sentence::exercise2) << "\n  " << lesson::say(l, lesson::Sentence::exercise2_note)
+        << "\n\n";
     const lesson::ForwardWalk example = lesson::worked_example_walk({});  // its S and each row's largest score
     const Matrix& S = example.trace.S;
     const auto tokens = example_tokens(l);
-    out << tr(l, "  In the worked example:\n", "  在示例中：\n");
+    out << "  " << say(l, Exercise::e2_in_example) << "\n";
     for (std::size_t i = 0; i < S.rows(); ++i) {
         const std::size_t best = example.largest_in_S[i];
-        out << "  " << pad_right(tokens[i], 9) << "S_ii = " << format_number(S(i, i), 4) << "  "
-            << tr(l, "max = ", "最大值 = ") << format_number(S(i, best), 4) << tr(l, " (", "（") << tokens[best]
-            << tr(l, ")  ", "）  ")
-            << (best == i ? tr(l, "diagonal", "在对角线上") : tr(l, "not the diagonal", "不在对角线上")) << "\n";
+        out << "  " << pad_right(tokens[i], 9)
+            << say(l, Exercise::e2_row,
+                   {format_number(S(i, i), 4), format_number(S(i, best), 4), tokens[best],
+                    say(l, best == i ? Exercise::e2_on_diagonal : Exercise::e2_off_diagonal)})
+            << "\n";
     }
     const auto r = ex::diagonal_experiment(o.samples, 3, o.seed);
-    out << "\n  " << r.draws
-        << tr(l, " random weight draws (N(0, 1), d_k = 3) on the same X:\n",
-              " 组随机权重（N(0, 1)，d_k = 3），作用于同一个 X：\n")
-        << tr(l, "    W_Q, W_K independent: the diagonal is the row maximum in ",
-              "    W_Q、W_K 相互独立：行最大值落在对角线上的比例为 ")
-        << fixed(100 * r.independent_fraction, 1) << "%"
-        << tr(l, " of rows (chance: 33.3%)\n", "（若纯属偶然，应为 1/3，即 33.3%）\n")
-        << tr(l, "    W_Q = W_K (S symmetric):   ", "    W_Q = W_K（S 对称）时，这一比例为 ")
-        << fixed(100 * r.tied_fraction, 1) << "%\n"
-        << tr(l, "    pairs with S_ij > max(S_ii, S_jj) when W_Q = W_K: ",
-              "    W_Q = W_K 时满足 S_ij > max(S_ii, S_jj) 的 (i, j) 对的个数：")
-        << r.tied_pair_violations << "\n\n"
-        << tr(l,
-              "  Nothing makes S_ii the largest: q_i and k_i come from different matrices, so a token's query may\n"
-              "  match another token's key better than its own. Tying W_Q = W_K makes S_ij = (x_i·W)·(x_j·W), a Gram\n"
-              "  matrix: S_ii ≥ 0 and 2·S_ij ≤ S_ii + S_jj, so no pair can beat both of its diagonals — yet a token\n"
-              "  with a short projection can still score higher with a long, aligned neighbour than with itself.\n",
-              "  没有任何机制保证 S_ii 最大：q_i 与 k_i 来自不同的矩阵，某个词的 Query 可能与别的词的 Key 更匹配。\n"
-              "  令 W_Q = W_K，则 S_ij = (x_i·W)·(x_j·W) 是 Gram 矩阵：S_ii ≥ 0 且 2·S_ij ≤ S_ii + S_jj，\n"
-              "  任何 S_ij 都不会同时大于 S_ii 和 S_jj——但投影较短的词与一个投影更长、方向相近的邻居之间的分数，\n"
-              "  仍可能高于它与自身的分数。\n");
+    out << "\n  " << say(l, Exercise::e2_draws, {std::to_string(r.draws)}) << "\n    "
+        << say(l, Exercise::e2_independent, {fixed(100 * r.independent_fraction, 1)}) << "\n    "
+        << say(l, Exercise::e2_tied, {fixed(100 * r.tied_fraction, 1)}) << "\n    "
+        << say(l, Exercise::e2_tied_pairs, {std::to_string(r.tied_pair_violations)}) << "\n\n  "
+        << say(l, Exercise::e2_why) << "\n";
 }
 
-// What the runs' time exponents say, in words chosen by ex::growth_verdict from every run, not from one:
-// "close to 2" only when all runs are, "above 2" only when all are above the margin, and the runs
-// "do not decide" when they fall on both sides of it.
-std::string describe_exponent(Lang l, const char* name, const ex::ExponentSpread& e, std::size_t runs) {
-    std::ostringstream out;
-    const std::string count = std::to_string(runs), range = tr(l, " (", "（") + fixed(e.lowest, 2) +
-                                                            tr(l, " to ", " 至 ") + fixed(e.highest, 2) +
-                                                            tr(l, ")", "）");
-    const std::string bounds =
-        fixed(2 - ex::growth_margin, 2) + tr(l, " and of ", " 和 ") + fixed(2 + ex::growth_margin, 2);
-    out << "    " << name << " " << fixed(e.median, 2) << tr(l, ": ", "：");
-    switch (ex::growth_verdict(e)) {
-        case ex::GrowthVerdict::close_to_2:
-            out << tr(l, "close to 2 in all ", "") << count << tr(l, " runs", " 轮都接近 2") << range
-                << tr(l, ",\n      as the count of scores.\n", "，与分数个数的增长一致。\n");
-            break;
-        case ex::GrowthVerdict::below_2:
-            out << tr(l, "below 2 in all ", "") << count << tr(l, " runs", " 轮都低于 2") << range
-                << tr(l, ",\n      so fixed costs weigh more at small n than at large n.\n",
-                      "，说明 n 较小时固定开销所占的比例更大。\n");
-            break;
-        case ex::GrowthVerdict::above_2:
-            out << tr(l, "above 2 in all ", "") << count << tr(l, " runs", " 轮都高于 2") << range
-                << tr(l, ",\n      so a score costs more at large n than at small n.\n",
-                      "，说明 n 越大，每个分数的代价越高。\n");
-            break;
-        case ex::GrowthVerdict::undecided:
-            out << tr(l, "the ", "") << count << tr(l, " runs do not decide", " 轮无法给出结论") << range
-                << tr(l, ",\n      since they do not all lie on one side of ", "，因为各轮相对 ") << bounds
-                << tr(l, ".\n", " 并不都分别落在同一侧。\n");
+// What the runs say about one backend's time exponent, in the words ex::growth_verdict chooses from
+// every run and from how busy the machine was, never from one run.
+std::string describe_exponent(Lang l, const char* name, const std::vector<ex::GrowthRun>& runs) {
+    const ex::ExponentSpread e = ex::time_exponents(runs);
+    const ex::Busy busy = ex::how_busy(runs);
+    // each value as the verdict reads it: to two decimals, a share in whole percent
+    const auto hundredths = [](double x) { return fixed(double(std::lround(x * 100)) / 100, 2); };
+    const std::string count = std::to_string(runs.size()), lowest = hundredths(e.lowest),
+                      highest = hundredths(e.highest);
+    std::string verdict;
+    switch (ex::growth_verdict(e, busy)) {
+        case ex::GrowthVerdict::close_to_2: verdict = say(l, Exercise::e3_close, {count, lowest, highest}); break;
+        case ex::GrowthVerdict::below_2: verdict = say(l, Exercise::e3_below, {count, lowest, highest}); break;
+        case ex::GrowthVerdict::above_2: verdict = say(l, Exercise::e3_above, {count, lowest, highest}); break;
+        case ex::GrowthVerdict::undecided: verdict = say(l, Exercise::e3_undecided, {count, lowest, highest}); break;
+        case ex::GrowthVerdict::too_busy:
+            verdict = busy.waited > ex::busiest_wait
+                          ? say(l, Exercise::e3_waited,
+                                {lowest, highest, std::to_string(busy.waited_n),
+                                 std::to_string(std::lround(100 * busy.waited))})
+                          : say(l, Exercise::e3_scattered,
+                                {lowest, highest, std::to_string(busy.n), count, fixed(busy.fastest * 1e3, 2),
+                                 fixed(busy.slowest * 1e3, 2), hundredths(busy.exponent_shift)});
             break;
     }
-    return out.str();
+    return "    " + std::string(name) + " " + hundredths(e.median) + tr(l, ": ", "：") + verdict + "\n";
 }
 
 void exercise3(const Options& o, std::ostream& out) {
@@ -288,17 +251,11 @@ void exercise3(const Options& o, std::ostream& out) {
     constexpr std::size_t runs = 5;
     const Progress progress;
     constexpr std::size_t n_lesson = 1000, scores = n_lesson * n_lesson, bytes = scores * sizeof(float);
-    out << tr(l, "Exercise 3 · n = 1000: how many scores, and how cost grows\n\n",
-              "练习 3 · n = 1000：有多少个分数，代价如何增长\n\n")
-        << "  n = " << n_lesson << tr(l, " gives ", " 时有 ") << n_lesson << "² = " << grouped(scores)
-        << tr(l, " scores, ", " 个分数，以 float32 存储占 ") << grouped(bytes)
-        << tr(l, " bytes as float32 (", " 字节（") << fixed(double(bytes) / (1024 * 1024), 1)
-        << tr(l, " MiB), for one head.\n\n", " MiB），\n  这还只是一个头。\n\n")
-        << tr(l, "  Measured: one call of the core, d = 64, timed at every n in each of ",
-              "  实测：单次调用注意力的核心计算所用的时间（d = 64）；每轮把所有 n 各计时一次，共 ")
-        << runs << tr(l, " runs;\n  the table gives each n's median of ", " 轮；\n  表中是每个 n 在 ") << runs
-        << tr(l, " repeats:\n", " 轮中的中位数：\n") << "  " << pad_right("n", 7)
-        << pad_left(tr(l, "scores", "分数个数"), 12) << pad_left(tr(l, "S bytes", "S 字节"), 13)
+    const std::string n = std::to_string(n_lesson);
+    out << say(l, Exercise::e3_title) << "\n\n  "
+        << say(l, Exercise::e3_count, {n, n, grouped(scores), grouped(bytes), fixed(double(bytes) / (1024 * 1024), 1)})
+        << "\n\n  " << say(l, Exercise::e3_measured, {std::to_string(runs), std::to_string(runs)}) << "\n  "
+        << pad_right("n", 7) << pad_left(say(l, Exercise::e3_scores), 12) << pad_left(say(l, Exercise::e3_bytes), 13)
         << pad_left("naive", 11) << pad_left("simd", 10) << pad_left("fused", 10) << "\n";
     const std::vector<std::size_t> ns = {o.largest / 16, o.largest / 8, o.largest / 4, o.largest / 2, o.largest};
     const auto tell = [&](const char* backend) {
@@ -325,25 +282,17 @@ void exercise3(const Options& o, std::ostream& out) {
         count_bytes.push_back(double(naive[k].score_bytes));
         fused_bytes = std::max(fused_bytes, fused[k].score_bytes);
     }
-    out << "\n  " << tr(l, "fitted exponent p in (quantity) ∝ nᵖ:", "拟合指数 p（数量 ∝ nᵖ）：") << "\n    "
-        << tr(l, "scores ", "分数个数 ") << fixed(ex::fitted_exponent(x, counts), 3) << tr(l, ", ", "，")
-        << tr(l, "S bytes ", "S 字节 ") << fixed(ex::fitted_exponent(x, count_bytes), 3) << "\n\n"
-        << tr(l,
-              "  The counts grow as n² exactly. For the times, p is fitted to each run; below are the median\n"
-              "  of the runs, their range in parentheses, and a verdict only where all runs lie on one side\n"
-              "  of ",
-              "  分数个数与字节数严格按 n² 增长。时间的 p 按每轮分别拟合：下面先给出各轮的中位数，括号内是各轮的\n"
-              "  范围；只有各轮相对 ")
-        << fixed(2 - ex::growth_margin, 2) << tr(l, " and of ", " 和 ") << fixed(2 + ex::growth_margin, 2)
-        << tr(l, ":\n", " 都分别落在同一侧时，才下结论：\n")
-        << describe_exponent(l, "naive", ex::time_exponents(naive_runs), runs)
-        << describe_exponent(l, "simd", ex::time_exponents(simd_runs), runs)
-        << describe_exponent(l, "fused", ex::time_exponents(fused_runs), runs)
-        << tr(l, "  The fused backend returned ", "  fused 后端在每个 n 下返回的 S 都是 ") << fused_bytes
-        << tr(l,
-              " bytes of S at every n: it computes the same output with no n×n matrix\n"
-              "  at all (bench/ measures its memory).\n",
-              " 字节：它算出相同的输出，却完全不生成 n×n 矩阵（内存占用的测量见 bench/）。\n");
+    const std::string close_low = fixed(2 - ex::growth_margin, 2), close_high = fixed(2 + ex::growth_margin, 2);
+    out << "\n  " << say(l, Exercise::e3_fitted) << "\n    "
+        << say(l, Exercise::e3_fitted_counts,
+               {fixed(ex::fitted_exponent(x, counts), 3), fixed(ex::fitted_exponent(x, count_bytes), 3)})
+        << "\n\n  "
+        << say(l, Exercise::e3_rule,
+               {std::to_string(runs), close_low, close_high, close_high, close_low, fixed(ex::growth_margin, 2)})
+        << "\n"
+        << describe_exponent(l, "naive", naive_runs) << describe_exponent(l, "simd", simd_runs)
+        << describe_exponent(l, "fused", fused_runs) << "  "
+        << say(l, Exercise::e3_fused_bytes, {std::to_string(fused_bytes)}) << "\n";
 }
 
 void exercise4(const Options& o, std::ostream& out) {
@@ -352,11 +301,9 @@ void exercise4(const Options& o, std::ostream& out) {
     PrintOptions p;
     p.row_labels = example_tokens(l);
     p.col_labels = p.row_labels;
-    out << tr(l, "Exercise 4 · A causal mask: position i sees only j ≤ i\n\n",
-              "练习 4 · 因果掩码：位置 i 只能看到 j ≤ i 的位置\n\n")
-        << tr(l, "  S/√d_k before the mask:\n", "  掩码前的 S/√d_k：\n") << format_matrix(t.S_scaled, p)
-        << tr(l, "\n  after the mask:\n", "\n  掩码后：\n") << format_matrix(t.S_masked, p) << "\n  "
-        << lesson::say(l, lesson::Sentence::note_mask) << "\n\n  α\n"
+    out << say(l, Exercise::e4_title) << "\n\n  " << say(l, Exercise::e4_before) << "\n"
+        << format_matrix(t.S_scaled, p) << "\n  " << say(l, Exercise::e4_after) << "\n"
+        << format_matrix(t.S_masked, p) << "\n  " << lesson::say(l, lesson::Sentence::note_mask) << "\n\n  α\n"
         << format_matrix(t.weights, p) << "\n";
     bool all_ok = true;
     for (std::size_t i = 0; i < t.weights.rows(); ++i) {
@@ -368,15 +315,12 @@ void exercise4(const Options& o, std::ostream& out) {
         }
         const bool ok = last_seen <= i;
         all_ok = all_ok && ok;
-        out << "  " << pad_right(p.row_labels[i], 9);
-        if (last_seen == 0) out << tr(l, "sees only position 1", "只能看到位置 1");
-        else out << tr(l, "sees positions 1 to ", "只能看到位置 1 到 ") << last_seen + 1;
-        out << tr(l, ", row sum ", "，该行之和 ") << fixed(sum, 4) << "  " << (ok ? "✓" : "✗") << "\n";
+        out << "  " << pad_right(p.row_labels[i], 9)
+            << (last_seen == 0 ? say(l, Exercise::e4_sees_first, {fixed(sum, 4)})
+                               : say(l, Exercise::e4_sees_up_to, {std::to_string(last_seen + 1), fixed(sum, 4)}))
+            << "  " << (ok ? "✓" : "✗") << "\n";
     }
-    out << "\n  "
-        << (all_ok ? tr(l, "every row i attends only to j ≤ i", "每一行 i 都只关注 j ≤ i 的位置")
-                   : tr(l, "a row attends to the future: this is a bug", "有一行关注了未来的位置：这是程序错误"))
-        << "\n";
+    out << "\n  " << say(l, all_ok ? Exercise::e4_all_causal : Exercise::e4_future) << "\n";
 }
 
 // Exercise 5 as the walk computes and words it (lesson::ForwardWalk::exercise5, row 1), with the
@@ -445,16 +389,10 @@ int variance_command(std::span<const std::string> args) {
     const Progress progress;
     const auto results = ex::variance_experiment({1, 4, 16, 64, 256, 1024}, o.samples, o.seed,
                                                  [&](std::size_t d) { progress("d_k = " + std::to_string(d)); });
-    std::cout
-        << tr(l,
-              "Var(q·k) with q, k ~ N(0, I): each of the d_k products q_i·k_i has mean 0 and variance 1, and they\n"
-              "are independent, so the variances add up to d_k. Dividing by √d_k divides the variance by d_k.\n\n",
-              "q, k ~ N(0, I) 时的 Var(q·k)：d_k 个乘积 q_i·k_i 各自均值为 0、方差为 1 且相互独立，\n"
-              "方差相加得 d_k；把分数除以 √d_k，方差就缩小为原来的 1/d_k。\n\n")
-        << tr(l, "  ", "  每个 d_k 取 ") << o.samples << tr(l, " samples per d_k, seed ", " 个样本，随机种子 ")
-        << o.seed << "\n\n"
-        << "  " << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(tr(l, "theory", "理论值"), 9)
-        << pad_left("Var(q·k/√d_k)", 16) << pad_left(tr(l, "theory", "理论值"), 9) << "\n";
+    std::cout << say(l, Exercise::variance_intro) << "\n\n  "
+              << say(l, Exercise::variance_samples, {std::to_string(o.samples), std::to_string(o.seed)}) << "\n\n  "
+              << pad_right("d_k", 7) << pad_left("Var(q·k)", 12) << pad_left(say(l, Exercise::variance_theory), 9)
+              << pad_left("Var(q·k/√d_k)", 16) << pad_left(say(l, Exercise::variance_theory), 9) << "\n";
     for (const auto& r : results) {
         std::cout << "  " << pad_right(std::to_string(r.d_k), 7) << pad_left(fixed(r.raw, 3), 12)
                   << pad_left(std::to_string(r.d_k), 9) << pad_left(fixed(r.scaled, 4), 16) << pad_left("1", 9) << "\n";

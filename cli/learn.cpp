@@ -1,5 +1,6 @@
-// cli/learn.cpp — `attn learn`: parses, calls attn::learn::train, prints (or writes as JSON) the loss
-// and α at three moments, the cell each row should choose marked.
+// cli/learn.cpp — `attn learn`: parses, calls attn::learn::train, prints the loss and α at three
+// moments, the cell each row should choose marked, with the run's sentences (lesson/sentences.hpp,
+// Learning), or writes it as JSON (lesson/json.hpp).
 #include "cli/learn.hpp"
 
 #include <algorithm>
@@ -9,10 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "attention/learn.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "lesson/json.hpp"
+#include "lesson/learn.hpp"
+#include "lesson/sentences.hpp"
 #include "matrix/print.hpp"
 
 namespace attn::cli {
@@ -85,17 +87,16 @@ std::string loss_text(double L) {
     return buf;
 }
 
-// The weights training changes: W_Q and W_K, and W_V when asked.
-std::vector<std::string> trained_names(const learn::Settings& s) {
-    std::vector<std::string> names = {"W_Q", "W_K"};
-    if (s.train_values) names.push_back("W_V");
-    return names;
+using lesson::Learning;
+
+std::string say(Lang l, Learning id, std::initializer_list<std::string> values = {}) {
+    return lesson::say(l, id, values);
 }
 
 // The smallest and the largest of α's weights on the wanted cells, "0.9712–0.9987".
 std::string range_text(const std::vector<float>& weights, Lang l) {
     const auto [lo, hi] = std::minmax_element(weights.begin(), weights.end());
-    return format_number(*lo, 4) + tr(l, "–", " 到 ") + format_number(*hi, 4);
+    return say(l, Learning::range, {format_number(*lo, 4), format_number(*hi, 4)});
 }
 
 // α with the tokens as labels, then each row's largest weight against the cell the task wants.
@@ -108,8 +109,8 @@ std::string alpha_text(const Matrix& alpha, const learn::Problem& p, const std::
         std::size_t best = 0;
         for (std::size_t j = 1; j < alpha.cols(); ++j)
             if (alpha(i, j) > alpha(i, best)) best = j;
-        out << "  " << pad_right(tokens[i], 9) << tr(l, "reads most: ", "最关注：") << pad_right(tokens[best], 9)
-            << tr(l, "wanted: ", "目标：") << tokens[p.wanted[i]] << (best == p.wanted[i] ? "  ✓" : "  ✗") << "\n";
+        out << "  " << pad_right(tokens[i], 9) << say(l, Learning::reads_most) << pad_right(tokens[best], 9)
+            << say(l, Learning::wanted) << tokens[p.wanted[i]] << (best == p.wanted[i] ? "  ✓" : "  ✗") << "\n";
     }
     return out.str();
 }
@@ -117,50 +118,25 @@ std::string alpha_text(const Matrix& alpha, const learn::Problem& p, const std::
 // What is trained, the sizes, and why L falls: the story the run then shows.
 std::string story(const LearnOptions& o, const learn::Problem& p) {
     const Lang l = o.lang;
-    std::ostringstream out;
-    out << "  n = " << p.X.rows() << tr(l, ", ", "，") << "d_model = " << p.X.cols() << tr(l, ", ", "，")
-        << "d_k = " << p.d_k << tr(l, ", ", "，") << "d_v = " << p.W_V.cols()
-        << (o.task == learn::Task::sentence
-                ? tr(l, " (the worked example's X and W_V)", "（示例中的 X 与 W_V）")
-                : tr(l, " (random embeddings; W_V = I, so each value starts as its token's embedding)",
-                     "（随机嵌入；W_V = I，所以每个 Value 起初就等于该词自己的嵌入）"))
-        << tr(l, ".\n  Trained: ", "。\n  训练：");
-    const auto names = trained_names(o.settings);
-    for (std::size_t k = 0; k < names.size(); ++k)
-        out << (k == 0 ? "" : k + 1 < names.size() ? tr(l, ", ", "、") : tr(l, " and ", " 和 ")) << names[k];
-    out << tr(l, ".", "。");
-    if (!o.settings.train_values)
-        return out.str() +
-               tr(l,
-                  " W_V stays fixed, so the values never change.\n"
-                  "  Token i's target is the value of the token it should read, T_i = v_p(i), and O_i = Σ_j α_ij·v_j\n"
-                  "  reaches it only when row i of α puts all its weight there: L = ½‖O − T‖² falls as α moves to\n"
-                  "  those cells. W_Q and W_K start small (α near uniform) and are trained with Adam on the gradients\n"
-                  "  of attention/backward.cpp.",
-                  "W_V 固定不变，因此每个词的 Value 也始终不变。\n"
-                  "  第 i 个词的目标是它应当关注的那个词的 Value，即 T_i = v_p(i)；只有当 α 的第 i 行\n"
-                  "  把全部权重放在那个词上时，O_i = Σ_j α_ij·v_j 才等于 T_i。所以 α 的权重越是移向这些位置，\n"
-                  "  L = ½‖O − T‖² 就越小。W_Q、W_K 从很小的值开始（α 接近均匀分布），\n"
-                  "  再用 Adam 按 attention/backward.cpp 算出的梯度训练。");
-    return out.str() +
-           tr(l,
-              "\n  Token i's target is the value the token it should read had at the start, T_i = v_p(i). The values\n"
-              "  themselves now move toward the targets: part of the error L = ½‖O − T‖² is taken up by W_V, and α\n"
-              "  need not move as far. All three are trained with Adam on the gradients of attention/backward.cpp.",
-              "\n  第 i 个词的目标是它应当关注的那个词在训练开始时的 Value，即 T_i = v_p(i)。这时 Value 本身\n"
-              "  也会向目标靠拢：误差 L = ½‖O − T‖² 中有一部分被 W_V 吸收，α 就不必移动那么远。\n"
-              "  三个矩阵都用 Adam 按 attention/backward.cpp 算出的梯度训练。");
+    const auto names = learn::trained_weights(o.settings);
+    return "  " +
+           say(l, o.task == learn::Task::sentence ? Learning::sizes_sentence : Learning::sizes_retrieval,
+               {std::to_string(p.X.rows()), std::to_string(p.X.cols()), std::to_string(p.d_k),
+                std::to_string(p.W_V.cols())}) +
+           "\n  " +
+           (names.size() == 2 ? say(l, Learning::trained_two, {names[0], names[1]})
+                              : say(l, Learning::trained_three, {names[0], names[1], names[2]})) +
+           say(l, o.settings.train_values ? Learning::story_values : Learning::story_fixed);
 }
 
 // How far α went: its weight on the wanted cells at the end and, when W_V was trained too, the same
-// run with W_V fixed beside it, the two means the verdict compares (learn::compare_reach, with its
-// margin stated), and how much W_V moved.
+// run with W_V fixed beside it, the two means the verdict compares (learn::compare_reach), their
+// measured difference against the margin, and how much W_V moved.
 std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
     const Lang l = o.lang;
     const std::vector<float> reached = learn::wanted_weights(run.alpha_end, p);
     std::ostringstream out;
-    out << "  " << tr(l, "The wanted cells now hold ", "现在每一行分给目标位置的权重在 ") << range_text(reached, l)
-        << tr(l, " of their rows' weight.\n", " 之间。\n");
+    out << "  " << say(l, Learning::reached, {range_text(reached, l)}) << "\n";
     if (!o.settings.train_values) return out.str();
     learn::Settings fixed = o.settings;
     fixed.train_values = false;
@@ -169,28 +145,14 @@ std::string outcome(const LearnOptions& o, const learn::Problem& p, const learn:
                  mean_alone = learn::mean_wanted_weight(alpha_alone, p);
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.1f%%", 100 * learn::values_moved(p, run));
-    const std::string margin = shortest_decimal(float(learn::reach_margin));
-    std::string verdict;  // the words, with the margin that chose them
-    switch (learn::compare_reach(mean_shared, mean_alone)) {
-        case learn::Reach::less:
-            verdict = tr(l, "  Here α moved less (by more than ", "  这次 α 移动得更少（少了 ") + margin +
-                      tr(l, "), while W_V moved by ", " 以上），W_V 则变化了自身大小的 ");
-            break;
-        case learn::Reach::about_as_far:
-            verdict = tr(l, "  Here α moved about as far (within ", "  这次 α 移动得差不多远（相差不超过 ") + margin +
-                      tr(l, "), and W_V moved by ", "），W_V 也变化了自身大小的 ");
-            break;
-        case learn::Reach::further:
-            verdict = tr(l, "  Here α moved further (by more than ", "  这次 α 移动得更远（多了 ") + margin +
-                      tr(l, "), and W_V moved by ", " 以上），W_V 也变化了自身大小的 ");
-            break;
-    }
-    out << "  " << tr(l, "With W_V fixed, the same steps take them to ", "若固定 W_V，同样的训练能让这些权重达到 ")
-        << range_text(learn::wanted_weights(alpha_alone, p), l) << tr(l, ".\n", "。\n") << "  "
-        << tr(l, "Mean weight on the wanted cells: ", "目标位置的平均权重：训练 W_V 时为 ")
-        << format_number(float(mean_shared), 4) << tr(l, " with W_V trained, ", "，固定 W_V 时为 ")
-        << format_number(float(mean_alone), 4) << tr(l, " with it fixed.\n", "。\n") << verdict << percent
-        << tr(l, " of its size (‖ΔW_V‖/‖W_V‖).\n", "（‖ΔW_V‖/‖W_V‖）。\n");
+    const Learning verdict[] = {Learning::moved_less, Learning::moved_as_far, Learning::moved_further};
+    out << "  " << say(l, Learning::with_fixed, {range_text(learn::wanted_weights(alpha_alone, p), l)}) << "\n  "
+        << say(l, Learning::means, {format_number(float(mean_shared), 4), format_number(float(mean_alone), 4)})
+        << "\n  "
+        << say(l, verdict[int(learn::compare_reach(mean_shared, mean_alone))],
+               {format_number(float(std::abs(mean_shared - mean_alone)), 4),
+                shortest_decimal(float(learn::reach_margin)), percent})
+        << "\n";
     return out.str();
 }
 
@@ -198,60 +160,27 @@ std::string text(const LearnOptions& o, const learn::Problem& p, const learn::Ru
     const Lang l = o.lang;
     const std::vector<std::string> tokens = token_names(o.task, p.X.rows(), l);
     std::ostringstream out;
-    out << tr(l, "Watching attention learn: ", "观察注意力如何学习：")
-        << (o.task == learn::Task::sentence ? tr(l, "the lesson's sentence", "课程中的句子")
-                                            : tr(l, "finding a partner among 8 tokens", "在 8 个词中找到各自的搭档"))
-        << "\n"
-        << story(o, p) << "\n  " << tr(l, "Settings: steps = ", "设置：训练步数 steps = ") << o.settings.steps
-        << tr(l, ", lr = ", "，Adam 步长 lr = ") << shortest_decimal(o.settings.learning_rate)
-        << tr(l, ", seed = ", "，随机种子 seed = ") << o.settings.seed << tr(l, ", backend = ", "，后端 backend = ")
-        << to_string(o.settings.backend) << "\n\n"
-        << tr(l, "α at the start (step 0)", "开始时的 α（第 0 步）") << "\n"
+    out << say(l, o.task == learn::Task::sentence ? Learning::title_sentence : Learning::title_retrieval) << "\n"
+        << story(o, p) << "\n  "
+        << say(l, Learning::settings,
+               {std::to_string(o.settings.steps), shortest_decimal(o.settings.learning_rate),
+                std::to_string(o.settings.seed), to_string(o.settings.backend)})
+        << "\n\n"
+        << say(l, Learning::alpha_start) << "\n"
         << alpha_text(run.alpha_start, p, tokens, l) << "\n"
-        << tr(l, "Loss", "损失") << "\n";
+        << say(l, Learning::loss) << "\n";
     const std::size_t every = std::max<std::size_t>(1, o.settings.steps / 10);
     for (std::size_t step = 0; step < run.loss.size(); ++step)
         if (step % every == 0 || step + 1 == run.loss.size())
-            out << "  " << tr(l, "step ", "第 ") << step << tr(l, "", " 步") << "  L = " << loss_text(run.loss[step])
+            out << "  " << say(l, Learning::step, {std::to_string(step)}) << "  L = " << loss_text(run.loss[step])
                 << "\n";
     out << "\n"
-        << tr(l, "α half-way (step ", "训练到一半时的 α（第 ") << run.middle_step << tr(l, ")", " 步）") << "\n"
+        << say(l, Learning::alpha_middle, {std::to_string(run.middle_step)}) << "\n"
         << alpha_text(run.alpha_middle, p, tokens, l) << "\n"
-        << tr(l, "α at the end (step ", "结束时的 α（第 ") << run.loss.size() - 1 << tr(l, ")", " 步）") << "\n"
-        << alpha_text(run.alpha_end, p, tokens, l) << "\n  " << tr(l, "L fell from ", "L 从 ")
-        << loss_text(run.loss.front()) << tr(l, " to ", " 降到 ") << loss_text(run.loss.back()) << tr(l, ".", "。")
-        << "\n"
+        << say(l, Learning::alpha_end, {std::to_string(run.loss.size() - 1)}) << "\n"
+        << alpha_text(run.alpha_end, p, tokens, l) << "\n  "
+        << say(l, Learning::fell, {loss_text(run.loss.front()), loss_text(run.loss.back())}) << "\n"
         << outcome(o, p, run);
-    return out.str();
-}
-
-// A JSON array of `items`, each written by `item`.
-template <class List, class Item>
-std::string json_list(const List& items, Item item) {
-    std::string out = "[";
-    for (std::size_t k = 0; k < items.size(); ++k) out += (k ? ", " : "") + item(items[k]);
-    return out + "]";
-}
-
-std::string json(const LearnOptions& o, const learn::Problem& p, const learn::Run& run) {
-    const auto index = [](std::size_t i) { return std::to_string(i); };
-    const auto number = [](double x) { return lesson::json_number(x); };
-    const auto quoted = [](const std::string& s) { return lesson::json_string(s); };
-    std::ostringstream out;
-    out << "{\n  \"task\": " << lesson::json_string(learn::to_string(o.task)) << ",\n  \"steps\": " << o.settings.steps
-        << ",\n  \"lr\": " << shortest_decimal(o.settings.learning_rate) << ",\n  \"seed\": " << o.settings.seed
-        << ",\n  \"backend\": " << lesson::json_string(to_string(o.settings.backend))
-        << ",\n  \"train_values\": " << (o.settings.train_values ? "true" : "false")
-        << ",\n  \"trained\": " << json_list(trained_names(o.settings), quoted) << ",\n  \"n\": " << p.X.rows()
-        << ",\n  \"d_model\": " << p.X.cols() << ",\n  \"d_k\": " << p.d_k << ",\n  \"d_v\": " << p.W_V.cols()
-        << ",\n  \"tokens\": " << json_list(token_names(o.task, p.X.rows(), o.lang), quoted)
-        << ",\n  \"wanted\": " << json_list(p.wanted, index) << ",\n  \"loss\": " << json_list(run.loss, number)
-        << ",\n  \"middle_step\": " << run.middle_step
-        << ",\n  \"alpha_start\": " << lesson::json_matrix(run.alpha_start)
-        << ",\n  \"alpha_middle\": " << lesson::json_matrix(run.alpha_middle)
-        << ",\n  \"alpha_end\": " << lesson::json_matrix(run.alpha_end)
-        << ",\n  \"alpha_wanted_end\": " << json_list(learn::wanted_weights(run.alpha_end, p), number)
-        << ",\n  \"W_V_end\": " << lesson::json_matrix(run.W_V_end) << "\n}\n";
     return out.str();
 }
 
@@ -285,7 +214,7 @@ std::string help(Lang l) {
               "  --steps N                  训练步数（默认 ")
         << defaults.steps
         << tr(l, ")\n  --lr X                     Adam's step size, in (0, 1] (default ",
-              "）\n  --lr X                     Adam 的步长，取值范围 (0, 1]（默认 ")
+              "）\n  --lr X                     学习率（Adam 的步长），取值范围 (0, 1]（默认 ")
         << shortest_decimal(defaults.learning_rate)
         << tr(l, ")\n  --seed N                   the initial weights, and the retrieval task (default ",
               "）\n  --seed N                   初始权重与 retrieval 任务的随机种子（默认 ")
@@ -312,7 +241,9 @@ int learn_command(std::span<const std::string> args) {
     }
     const learn::Problem problem = learn::make_problem(o.task, o.settings.seed);
     const learn::Run run = learn::train(problem, o.settings);
-    std::cout << (o.json ? json(o, problem, run) : text(o, problem, run));
+    std::cout << (o.json ? lesson::learn_run_json(o.task, o.settings, problem, run,
+                                                  token_names(o.task, problem.X.rows(), o.lang))
+                         : text(o, problem, run));
     return 0;
 }
 

@@ -4,18 +4,11 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "lesson/sentences.hpp"
+#include "lesson/sections.hpp"
 
 namespace attn::cli {
 
-std::string scale_symbol(Scale scale) {
-    switch (scale) {
-        case Scale::sqrt_dk: return "÷ √d_k";
-        case Scale::dk: return "÷ d_k";
-        case Scale::none: return "÷ 1";
-    }
-    return "";
-}
+std::string scale_symbol(Scale scale) { return std::string("÷ ") + lesson::scale_divisor(scale); }
 
 Lang lang_from_environment() {
     for (const char* name : {"LC_ALL", "LC_MESSAGES", "LANG"}) {
@@ -24,7 +17,5 @@ Lang lang_from_environment() {
     }
     return Lang::en;
 }
-
-const char* diagonal_question(Lang lang) { return lesson::marked(lang, lesson::Label::diagonal_question); }
 
 }  // namespace attn::cli

@@ -9,9 +9,9 @@
 
 namespace attn::cli {
 
-// The lesson's two languages, its way to pick one (each text is written in both: in the lesson's
-// sentences, lesson/sentences.cpp, or where the terminal alone prints it, cli/exercise.cpp and the
-// help texts), and the example's tokens.
+// The lesson's two languages, its way to pick one (each text is written in both: every sentence of
+// the walk, the exercises and the learning task in lesson/sentences*.cpp; the help texts, which
+// describe the command line, here in cli/), and the example's tokens.
 using lesson::example_tokens;
 using lesson::Lang;
 using lesson::tr;
@@ -21,8 +21,5 @@ std::string scale_symbol(Scale scale);
 
 // --lang wins; otherwise LC_ALL, LC_MESSAGES, LANG (first one set) starting with "zh" means Chinese.
 Lang lang_from_environment();
-
-// Exercise 2's two questions and what S_ii is, said alike by `attn walk` and `attn exercise 2`.
-const char* diagonal_question(Lang lang);
 
 }  // namespace attn::cli

@@ -12,15 +12,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "attention/attention.hpp"
 #include "cli/args.hpp"
 #include "cli/text.hpp"
 #include "cli/walk_bf16.hpp"
+#include "cli/walk_fused.hpp"
 #include "cli/walk_grad.hpp"
 #include "lesson/json.hpp"
+#include "lesson/sections.hpp"
 #include "lesson/sentences.hpp"
 #include "lesson/walk.hpp"
 #include "matrix/print.hpp"
@@ -66,7 +70,8 @@ WalkOptions parse(std::span<const std::string> args) {
             if (o.attention.backend == Backend::fused)
                 throw UsageError(
                     "walk: the fused backend computes the output without ever storing S or α, so it has no steps 3–5 "
-                    "to show; use --backend naive, simd or parallel");
+                    "to show; the walk's last part walks steps 3–6 as it does them, key by key. Use --backend "
+                    "naive, simd or parallel");
         } else if (option_value(args, i, "--dtype", v, "walk")) {
             o.dtype = parse_dtype(v, "walk");
         } else if (option_value(args, i, "--precision", v, "walk")) {
@@ -127,7 +132,8 @@ std::vector<float> column(const Matrix& m, std::size_t j) {
     return c;
 }
 
-// Prints a lesson::ForwardWalk: every number comes from it; this class only lays them out.
+// Prints a lesson::ForwardWalk section by section, in the order of lesson::sections: every number
+// comes from the walk, every sentence from lesson/; this class only lays them out.
 class Walk {
 public:
     Walk(const WalkOptions& o, const lesson::ForwardWalk& walk, bool color)
@@ -136,20 +142,17 @@ public:
     std::string render() {
         header();
         shapes();
-        step1();
-        step2();
-        step3();
-        transpose_remark();
-        confusion1();
-        step4();
-        step5();
-        confusion2();
-        step6();
-        confusion3();
-        diagonal();
-        exercise5();
-        summary();
-        confusion4();
+        using Body = void (Walk::*)(const lesson::Section&);
+        static const std::map<std::string_view, Body> bodies = {
+            {"step.1", &Walk::step1},           {"step.2", &Walk::step2},
+            {"step.3", &Walk::step3},           {"transpose", &Walk::transpose_remark},
+            {"confusion.1", &Walk::confusion1}, {"step.4", &Walk::step4},
+            {"step.4.mask", &Walk::mask},       {"step.5", &Walk::step5},
+            {"confusion.2", &Walk::confusion2}, {"step.6", &Walk::step6},
+            {"confusion.3", &Walk::confusion3}, {"exercise.2", &Walk::diagonal},
+            {"exercise.5", &Walk::exercise5},   {"shapes", &Walk::summary},
+            {"confusion.4", &Walk::confusion4}, {"fused", &Walk::fused}};
+        for (const lesson::Section& s : lesson::sections(o_.attention)) (this->*bodies.at(s.key))(s);
         return out_.str();
     }
 
@@ -187,14 +190,44 @@ private:
         p.indent = indent;
         return format_matrix(m, p);
     }
-    void heading(const std::string& title, const std::string& note) {
-        out_ << "\n" << title << "\n  " << note << "\n\n";
+    // A section's heading: its title, a step's formula and the shape of the one matrix it shows; then
+    // its note (its {} filled from `values`) and the lines of code it mirrors.
+    void heading(const lesson::Section& s, std::initializer_list<std::string> values = {}) {
+        out_ << "\n" << say(s.title);
+        if (!s.aside && !s.formula.empty()) out_ << " " << s.formula;
+        if (!s.aside && s.matrices.size() == 1) out_ << shape_in_title(matrix(s.matrices.front()));
+        out_ << "\n";
+        if (s.note) out_ << "  " << say(*s.note, values) << "\n";
+        if (!s.markers.empty()) out_ << "  " << say(Label::code) << colon_ << markers(s.markers) << "\n";
+        out_ << "\n";
+    }
+    // "attention/attention.cpp [step 2.Q] [step 2.K]; simd/decode.cpp [decode merge]"
+    static std::string markers(const std::vector<lesson::Marker>& list) {
+        std::string text;
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            if (k == 0 || std::string_view(list[k].file) != list[k - 1].file)
+                text += (k ? "; " : "") + std::string(list[k].file);
+            text += std::string(" [") + list[k].name + "]";
+        }
+        return text;
+    }
+    // A walk's matrix by its name in the JSON (lesson/json.cpp), for a section's heading.
+    const Matrix& matrix(std::string_view name) const {
+        const std::pair<std::string_view, const Matrix*> named[] = {{"X", &t_.X},
+                                                                    {"S", &t_.S},
+                                                                    {"S_scaled", &t_.S_scaled},
+                                                                    {"softmax_input", &w_.softmax_input},
+                                                                    {"weights", &t_.weights},
+                                                                    {"output", &t_.output}};
+        for (const auto& [key, m] : named)
+            if (key == name) return *m;
+        return t_.X;
     }
     // A matrix's shape after a title: " (3×4)", in Chinese "（3×4）".
     std::string shape_in_title(const Matrix& m) const {
         return std::string(tr(l_, " (", "（")).append(shape_string(m)).append(tr(l_, ")", "）"));
     }
-    std::string expanded() const { return say(Sentence::expanded) + colon_; }
+    std::string expanded(Sentence which = Sentence::expanded) const { return say(which) + colon_; }
     // "a₁×b₁ + a₂×b₂ + … = value": an entry of the trace, shown as the dot product that made it.
     std::string products(std::span<const float> a, std::span<const float> b, float value) const {
         std::string s;
@@ -202,38 +235,20 @@ private:
             s += (k ? " + " : "") + term(a[k], o_.precision) + "×" + term(b[k], o_.precision);
         return s + " = " + num(value);
     }
-    std::string scale_text() const {
-        const std::size_t d_k = t_.Q.cols();
-        // the symbol, then the divisor worked out (appended, not "+": GCC 12 warns falsely on " " + string)
-        const std::string symbol = std::string(" ").append(scale_symbol(o_.attention.scale));
-        switch (o_.attention.scale) {
-            case Scale::sqrt_dk:
-                return symbol + " = S ÷ √" + std::to_string(d_k) + " = S ÷ " + num(std::sqrt(float(d_k)));
-            case Scale::dk: return symbol + " = S ÷ " + std::to_string(d_k);
-            case Scale::none: return symbol;
-        }
-        return "";
-    }
-
-    // The formula of this run: the lesson's softmax(Q·Kᵀ/√d_k)·V, or what --scale and --causal make of it.
-    std::string formula() const {
-        const Scale scale = o_.attention.scale;
-        const char* divisor = scale == Scale::sqrt_dk ? "/√d_k" : scale == Scale::dk ? "/d_k" : "";
-        std::string f = std::string("O = softmax(Q·Kᵀ") + divisor + (o_.attention.causal ? " + M" : "") + ")·V";
-        if (o_.attention.causal) f += "   " + say(Label::mask_formula);
-        if (scale != Scale::sqrt_dk) f += "   " + say(Label::lesson_divides);
-        return f;
-    }
 
     void header() {
         const char* comma = comma_;
-        out_ << say(Label::walk_title) << "\n\n  " << say(Label::whole_chain) << colon_ << formula() << "\n  "
+        std::string formula = lesson::chain_formula(o_.attention);
+        if (o_.attention.causal) formula += "   " + say(Label::mask_formula);
+        if (o_.attention.scale != Scale::sqrt_dk) formula += "   " + say(Label::lesson_divides);
+        out_ << say(Label::walk_title) << "\n\n  " << say(Label::whole_chain) << colon_ << formula << "\n  "
              << say(Label::sentence) << colon_ << "[";
         for (std::size_t i = 0; i < n(); ++i) out_ << (i ? comma : "") << tokens_[i];
         out_ << "]\n  " << say(Label::settings) << colon_ << "n = " << n() << comma << "d_model = " << t_.X.cols()
-             << comma << "d_k = " << t_.Q.cols() << comma << "d_v = " << t_.V.cols() << comma << "S" << scale_text()
-             << comma << say(o_.attention.causal ? Label::causal_mask : Label::no_mask) << comma << say(Label::backend)
-             << " " << to_string(o_.attention.backend) << "\n  " << say(Sentence::indices) << "\n";
+             << comma << "d_k = " << t_.Q.cols() << comma << "d_v = " << t_.V.cols() << comma << "S "
+             << scale_symbol(o_.attention.scale) << comma
+             << say(o_.attention.causal ? Label::causal_mask : Label::no_mask) << comma << say(Label::backend) << " "
+             << to_string(o_.attention.backend) << "\n  " << say(Sentence::indices) << "\n";
     }
 
     void shapes() {
@@ -253,13 +268,13 @@ private:
         out_ << "  " << say(Label::shapes_note) << "\n";
     }
 
-    void step1() {
-        heading(say(Sentence::title_1) + shape_in_title(t_.X), say(Sentence::note_1));
+    void step1(const lesson::Section& s) {
+        heading(s);
         out_ << labelled(t_.X);
     }
 
-    void step2() {
-        heading(say(Sentence::title_2), say(Sentence::note_2));
+    void step2(const lesson::Section& s) {
+        heading(s);
         out_ << "  " << say(Label::weights) << colon_ << say(Sentence::weights) << "\n";
         for (const auto& [name, w] : {std::pair{"W_Q", &w_.W_Q}, {"W_K", &w_.W_K}, {"W_V", &w_.W_V}})
             out_ << "  " << name << " (" << shape_string(*w) << ")\n" << plain(*w);
@@ -270,8 +285,8 @@ private:
              << products(t_.X.row(0), column(w_.W_Q, 0), t_.Q(0, 0)) << "\n";
     }
 
-    void step3() {
-        heading(say(Sentence::title_3) + shape_in_title(t_.S), say(Sentence::note_3));
+    void step3(const lesson::Section& s) {
+        heading(s);
         out_ << labelled(t_.S, true);
         const std::size_t j = w_.column + 1;
         out_ << "\n  " << expanded() << "S" << sub(1) << sub(j) << " = q" << sub(1) << "·k" << sub(j) << " = "
@@ -280,9 +295,9 @@ private:
 
     // Step 3's remark, Q·K beside S: the entry S₁ⱼ holds is something else in Q·K. (The lesson's
     // example has n = d_k, so Q·K is defined; where it is not, the pages say "transpose_refused".)
-    void transpose_remark() {
-        out_ << "\n  " << say(Sentence::transpose) << tr(l_, " ", "") << say(Sentence::transpose_note)
-             << tr(l_, " ", "") << say(Sentence::transpose_square) << "\n";
+    void transpose_remark(const lesson::Section& s) {
+        out_ << "\n  " << say(s.title) << tr(l_, " ", "") << say(*s.note) << tr(l_, " ", "")
+             << say(Sentence::transpose_square) << "\n";
         if (!w_.Q_times_K) return;
         const std::size_t j = w_.column + 1;
         out_ << "  Q·K (" << shape_string(*w_.Q_times_K) << ", n = d_k = " << n() << ")\n" << plain(*w_.Q_times_K);
@@ -293,8 +308,8 @@ private:
     }
 
     // The cosines beside S, then S from other weights: which token each row favours is made by W_Q and W_K.
-    void confusion1() {
-        heading(say(Sentence::confusion1), say(Sentence::confusion1_note));
+    void confusion1(const lesson::Section& s) {
+        heading(s);
         out_ << "  " << say(Sentence::cosines) << "\n" << labelled(w_.cosines, true);
         const std::size_t j = w_.column;
         out_ << "  S" << sub(1) << sub(j + 1) << " = ‖q" << sub(1) << "‖·‖k" << sub(j + 1) << "‖·cos θ" << sub(1)
@@ -313,20 +328,29 @@ private:
         return s;
     }
 
-    void step4() {
-        heading(say(Sentence::title_4) + " S' = S" + scale_text(), say(lesson::scaling_note(o_.attention.scale)));
+    // The divisor worked out for this d_k: "S' = S/√3 = S/1.7321", "S' = S/3"; unscaled, nothing.
+    void step4(const lesson::Section& s) {
+        heading(s);
+        const std::size_t d_k = t_.Q.cols();
+        const std::string k = std::to_string(d_k);
+        if (o_.attention.scale == Scale::sqrt_dk)
+            out_ << "  S' = S/√" << k << " = S/" << num(std::sqrt(float(d_k))) << "\n\n";
+        else if (o_.attention.scale == Scale::dk) out_ << "  S' = S/" << k << "\n\n";
         out_ << labelled(t_.S_scaled, true);
-        if (!o_.attention.causal) return;
-        heading(say(Sentence::title_mask), say(Sentence::note_mask));
+    }
+
+    void mask(const lesson::Section& s) {
+        heading(s);
         out_ << labelled(t_.S_masked, true);
     }
 
-    void step5() {
-        heading(say(Sentence::title_5) + shape_in_title(t_.weights), say(Sentence::note_5));
+    void step5(const lesson::Section& s) {
+        heading(s);
         out_ << labelled(t_.weights, true);
         const std::size_t r = w_.softmax_row.row;
         const auto& w = w_.softmax_row.written_out;
-        out_ << "\n  " << expanded() << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1) << ")\n"
+        out_ << "\n  " << expanded(Sentence::expanded_row) << "α" << sub(r + 1) << " = softmax(S'" << sub(r + 1)
+             << ")\n"
              << "    " << say(Sentence::row_max) << colon_ << "m = " << num(w.max) << "\n"
              << "    e^(S' − m) =" << plain(as_row(w.exponentials), " ") << "    " << say(Sentence::sum) << " = "
              << num(w.sum) << semicolon_ << "α" << sub(r + 1) << " = e^(S' − m) / " << num(w.sum) << " ="
@@ -336,8 +360,8 @@ private:
     }
 
     // The softmax taken down the columns of the same S': its column and row sums.
-    void confusion2() {
-        heading(say(Sentence::confusion2), say(Sentence::confusion2_note));
+    void confusion2(const lesson::Section& s) {
+        heading(s);
         out_ << "  " << say(Sentence::by_column) << "\n"
              << labelled(w_.softmax_by_column, true) << "  " << say(Sentence::column_sums) << colon_
              << sums(w_.by_column_column_sums) << "\n  " << say(Sentence::row_sums_short) << colon_
@@ -346,14 +370,11 @@ private:
 
     // o_i written as the mix of values it is, for the row step 5 wrote out: row 1, which step 6 has
     // already written out (then it points there), or under the causal mask the last row.
-    void confusion3() {
-        heading(say(Sentence::confusion3), say(Sentence::confusion3_note));
+    void confusion3(const lesson::Section& s) {
+        heading(s);
         const std::size_t r = w_.softmax_row.row;
-        if (r == 0) {
-            out_ << "  " << say(Label::written_in_step_6, {std::string("o").append(sub(1))}) << "\n";
-            return;
-        }
-        out_ << "  " << mix(r) << "\n";
+        if (r == 0) out_ << "  " << say(Sentence::written_in_step_6, {std::string("o").append(sub(1))}) << "\n";
+        else out_ << "  " << mix(r) << "\n";
     }
 
     // "o₁ = 0.4839·v₁ + 0.2844·v₂ + 0.2317·v₃": row r of O as the mix of values it is.
@@ -390,31 +411,31 @@ private:
         }
     }
 
-    void step6() {
-        heading(say(Sentence::title_6) + shape_in_title(t_.output), say(Sentence::note_6));
+    void step6(const lesson::Section& s) {
+        heading(s);
         out_ << labelled(t_.output);
-        out_ << "\n  " << expanded() << mix(0) << "\n";
+        out_ << "\n  " << expanded(Sentence::expanded_row) << mix(0) << "\n";
     }
 
-    void diagonal() {
-        out_ << "\n" << say(Label::diagonal_question) << "\n";
+    void diagonal(const lesson::Section& s) {
+        out_ << "\n" << say(s.title) << "\n  " << say(*s.note) << "\n";
         std::size_t token_width = 0;  // the widest token's columns, so that the rows line up
         for (const auto& tok : tokens_) token_width = std::max(token_width, display_width(tok));
         for (std::size_t i = 0; i < n(); ++i) {
             const std::size_t best = w_.largest_in_S[i];
             out_ << "  " << pad_right(tokens_[i], token_width) << " S" << sub(i + 1) << sub(i + 1) << " = "
                  << num(t_.S(i, i)) << "  ";
-            if (best == i) out_ << say(Label::diagonal_yes) << "\n";
+            if (best == i) out_ << say(Sentence::diagonal_yes) << "\n";
             else
-                out_ << say(Label::diagonal_no, {tokens_[best]}) << tr(l_, " (", "（") << "S" << sub(i + 1)
+                out_ << say(Sentence::diagonal_no, {tokens_[best]}) << tr(l_, " (", "（") << "S" << sub(i + 1)
                      << sub(best + 1) << " = " << num(t_.S(i, best)) << tr(l_, ")", "）") << "\n";
         }
     }
 
     // Exercise 5 for row 1; under the causal mask row 1 sees only itself (o₁ = v₁), so the last row,
     // which sees every token, is shown too.
-    void exercise5() {
-        heading(say(Sentence::exercise5), say(Sentence::exercise5_note));
+    void exercise5(const lesson::Section& s) {
+        heading(s);
         for (std::size_t k = 0; k < w_.exercise5.size(); ++k) {
             if (k) out_ << "\n  " << say(Sentence::exercise5_causal) << "\n";
             output_against_value(w_.exercise5[k]);
@@ -432,21 +453,25 @@ private:
              << "‖ = " << num(static_cast<float>(e.table.distance)) << say(Sentence::length) << "\n";
     }
 
-    void summary() {
+    void summary(const lesson::Section& s) {
         out_ << "\n"
-             << say(Label::shapes_flowed) << "\n  X (" << shape_string(t_.X) << ") → Q (" << shape_string(t_.Q)
-             << "), K (" << shape_string(t_.K) << "), V (" << shape_string(t_.V) << ") → S (" << shape_string(t_.S)
-             << ") → S' (" << shape_string(t_.S_scaled) << ") → α (" << shape_string(t_.weights) << ") → O ("
+             << say(s.title) << "\n  X (" << shape_string(t_.X) << ") → Q (" << shape_string(t_.Q) << "), K ("
+             << shape_string(t_.K) << "), V (" << shape_string(t_.V) << ") → S (" << shape_string(t_.S) << ") → S' ("
+             << shape_string(t_.S_scaled) << ") → α (" << shape_string(t_.weights) << ") → O ("
              << shape_string(t_.output) << ")\n";
     }
 
-    void confusion4() {
+    void confusion4(const lesson::Section& s) {
         const lesson::Heads& h = w_.heads;
-        heading(say(Sentence::confusion4),
-                say(Sentence::confusion4_note, {std::to_string(t_.Q.cols()), std::to_string(t_.X.cols()),
-                                                std::to_string(h.d_model), std::to_string(h.h)}));
-        out_ << "  d_k = d_model / h = " << h.d_model << " / " << h.h << " = " << h.d_k << "\n  "
+        heading(s, {std::to_string(t_.Q.cols()), std::to_string(t_.X.cols()), std::to_string(h.d_model),
+                    std::to_string(h.h)});
+        out_ << "  " << s.formula << " = " << h.d_model << " / " << h.h << " = " << h.d_k << "\n  "
              << say(Sentence::heads_cost) << "\n";
+    }
+
+    void fused(const lesson::Section& s) {
+        heading(s);
+        out_ << fused_walk_text(l_, w_, o_.precision, tokens_);
     }
 };
 
@@ -458,8 +483,8 @@ int walk_command(std::span<const std::string> args) {
         std::cout << tr(o.lang, R"(Usage: attn walk [options]
 
 Computes the lesson's worked example (猫 坐 地毯, d_model = 4, d_k = d_v = 3) and prints every
-intermediate: shapes, X, the weights, Q, K, V, the scores S, S scaled, the softmax weights α, the
-output, and exercises 2 and 5.
+intermediate: shapes, X, the weights, Q, K, V, the scores S, the scaled scores S', the softmax
+weights α, the output, exercises 2 and 5, and steps 3–6 once more as the fused kernel does them.
 
 Options:
   --lang en|zh           language (default: from LANG)
@@ -467,7 +492,7 @@ Options:
   --scale sqrt|dk|none   divide the scores by √d_k (default), by d_k, or not at all (exercise 1)
   --backend naive|simd|parallel
                          which kernels compute each step (default naive: the textbook loops;
-                         fused has no α to show, so walk does not offer it)
+                         fused stores no α: the walk's last part walks steps 3–6 as it does them)
   --precision N          digits after the decimal point, 0 to 8 (default 4)
   --color auto|always|never
                          heat map colours (default auto: only on a terminal, never with NO_COLOR)
@@ -479,7 +504,8 @@ Options:
                         R"(用法：attn walk [选项]
 
 计算课程中的示例（猫 坐 地毯，d_model = 4，d_k = d_v = 3），打印每个中间结果：形状、X、权重矩阵、
-Q、K、V、注意力分数 S、缩放后的分数、注意力权重 α、输出 O，以及练习 2 和练习 5。
+Q、K、V、注意力分数 S、缩放后的分数 S'、注意力权重 α、输出 O、练习 2 和练习 5，最后再按融合内核的方式
+逐步演示第 3–6 步。
 
 选项：
   --lang en|zh           语言（默认取自 LANG）
@@ -487,7 +513,7 @@ Q、K、V、注意力分数 S、缩放后的分数、注意力权重 α、输出
   --scale sqrt|dk|none   分数除以 √d_k（默认）、除以 d_k，或不缩放（练习 1）
   --backend naive|simd|parallel
                          计算每一步所用的内核（默认 naive：教科书式循环；
-                         fused 不保存 α，无从展示，所以 walk 不提供）
+                         fused 不保存 α：walk 的最后一部分按它的方式逐步演示第 3–6 步）
   --precision N          小数位数，0 到 8（默认 4）
   --color auto|always|never
                          热力图颜色（默认 auto：仅在终端中显示，设置 NO_COLOR 时不显示）

@@ -23,7 +23,7 @@ std::string bf16_walk_text(Lang l, const lesson::Bf16Walk& walk, int precision,
     out << "\n  O (bf16)\n"
         << format_matrix(walk.output, p) << "\n  "
         << say(l, Bf16::changed,
-               {std::to_string(lesson::changed_at(walk, precision)), std::to_string(walk.output.size()),
+               {std::to_string(walk.output.size()), std::to_string(lesson::changed_at(walk, precision)),
                 format_number(static_cast<float>(walk.largest_change), precision + 2)})
         << "\n";
     return out.str();

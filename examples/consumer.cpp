@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "attention/attention.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/print.hpp"
 
 int main() {

@@ -203,6 +203,77 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
     return m;
 }
 
+namespace {
+
+// ---- typed cells --------------------------------------------------------------------------------
+
+// A typed cell with the non-ASCII forms of a number's characters taken as ASCII: U+FF01…U+FF5E (the
+// full-width forms of '!'…'~': digits, signs, '.', ',', 'e') and the ideographic space, and the
+// hyphens and minus signs U+2010…U+2015, U+2212, U+FE58, U+FE63 as '-'. Every other byte is kept.
+std::string as_ascii(std::string_view typed) {
+    std::string out;
+    for (std::size_t i = 0; i < typed.size();) {
+        const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(typed[k]); };
+        if (byte(i) >= 0xE0 && byte(i) < 0xF0 && i + 2 < typed.size()) {  // three bytes: U+0800…U+FFFF
+            const unsigned code = (byte(i) & 0x0Fu) << 12 | (byte(i + 1) & 0x3Fu) << 6 | (byte(i + 2) & 0x3Fu);
+            const bool minus = (code >= 0x2010 && code <= 0x2015) || code == 0x2212 || code == 0xFE58 || code == 0xFE63;
+            if (minus || (code >= 0xFF01 && code <= 0xFF5E) || code == 0x3000) {
+                out += minus ? '-' : code == 0x3000 ? ' ' : static_cast<char>(code - 0xFEE0);
+                i += 3;
+                continue;
+            }
+        }
+        out += typed[i++];
+    }
+    return out;
+}
+
+// One typed cell as a float, or CellError: "W_Q: row 2, column 1 ('1,5') is not a number: …".
+float read_cell(const std::string& typed, const std::string& name, std::size_t row, std::size_t col) {
+    using Problem = CellError::Problem;
+    const std::string text = as_ascii(typed);
+    const std::size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+    float v = 0.0f;
+    Problem problem = Problem::empty;
+    if (first != std::string::npos) {
+        const std::string_view value(text.data() + first, last - first + 1);
+        const bool comma = value.find(',') != std::string_view::npos;
+        const Field kind = comma ? Field::not_a_number : parse_number(value, v);
+        if (kind == Field::number && std::isfinite(v)) return v;
+        problem = kind == Field::out_of_range ? Problem::beyond_float32
+                  : comma                     ? Problem::decimal_comma
+                  : kind != Field::number     ? Problem::not_a_number
+                  : std::isnan(v)             ? Problem::nan
+                                              : Problem::infinite;
+    }
+    static const char* const said[] = {
+        "is not a number", "is outside the range of float32 (largest ±3.4e38)",
+        "is infinite",     "is NaN",
+        "is empty",        "is not a number: a comma stands where a decimal point belongs"};  // by Problem
+    const std::size_t start = typed.find_first_not_of(" \t");  // the cell as typed, for the message
+    const std::string shown = start == std::string::npos ? "" : typed.substr(start, 40);
+    fail_cell(name,
+              "row " + std::to_string(row + 1) + ", column " + std::to_string(col + 1) +
+                  (shown.empty() ? "" : " ('" + shown + "')") + " " + said[static_cast<int>(problem)],
+              row, col, problem, shown);
+}
+
+}  // namespace
+
+Matrix parse_cells(const std::vector<std::vector<std::string>>& cells, const std::string& name,
+                   const ReadOptions& options) {
+    if (cells.empty() || cells[0].empty()) fail(name, "no values");
+    for (std::size_t i = 1; i < cells.size(); ++i)
+        if (cells[i].size() != cells[0].size())
+            fail(name, "row " + std::to_string(i + 1) + " has " + std::to_string(cells[i].size()) +
+                           " values, row 1 has " + std::to_string(cells[0].size()));
+    check_size(name, cells.size(), cells[0].size(), options);
+    Matrix m(cells.size(), cells[0].size());
+    for (std::size_t i = 0; i < m.rows(); ++i)
+        for (std::size_t j = 0; j < m.cols(); ++j) m(i, j) = read_cell(cells[i][j], name, i, j);
+    return m;
+}
+
 Matrix io_checks::read_csv_file(const std::string& path, const ReadOptions& options) {
     return parse_csv(read_file(path, options.max_bytes), path, options);
 }

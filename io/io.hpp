@@ -24,12 +24,12 @@ struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// A value that cannot be an input: not a number, beyond float32, infinite or NaN. Besides the
-// message, it says where the value is (1-based row and column of the matrix) and what is wrong, for
-// a caller that shows the cell itself: the pages' editable example marks it and words the problem
-// in the page's language.
+// A value that cannot be an input: not a number, beyond float32, infinite or NaN (and, in a typed
+// cell, parse_cells: nothing at all, or a decimal comma). Besides the message, it says where the
+// value is (1-based row and column of the matrix) and what is wrong, for a caller that shows the
+// cell itself: the pages' editable example marks it and words the problem in the page's language.
 struct CellError : InputError {
-    enum class Problem { not_a_number, beyond_float32, infinite, nan };
+    enum class Problem { not_a_number, beyond_float32, infinite, nan, empty, decimal_comma };
     CellError(const std::string& message, std::string file, std::size_t row, std::size_t column, Problem problem,
               std::string text)
         : InputError(message),
@@ -43,7 +43,8 @@ struct CellError : InputError {
     Problem problem;
     std::string text;  // the value as written (at most 40 bytes of it; empty for .npy)
 };
-std::string to_string(CellError::Problem problem);  // "not_a_number", "beyond_float32", "infinite", "nan"
+// "not_a_number", "beyond_float32", "infinite", "nan", "empty", "decimal_comma"
+std::string to_string(CellError::Problem problem);
 
 // `text` with every control character (NUL, ESC, CR, a newline, DEL) written as \xNN: how a message
 // quotes bytes from a file or a path, so that it stays one line, cannot rewrite a terminal, and is
@@ -89,6 +90,15 @@ Matrix read_matrix(const std::string& path, const ReadOptions& options = {});
 Array parse_npy_array(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
 Matrix parse_npy(std::string_view bytes, const std::string& name, const ReadOptions& options = {});
 Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptions& options = {});
+
+// A matrix from cells as a person typed them, one string per cell (the pages' editable example).
+// Each cell is read as one value of a .csv file is, once the forms a keyboard or a page gives a
+// number besides ASCII are taken as ASCII: full-width digits, signs and points (１.５, －２, and the
+// full-width comma) and the minus signs of typography (−, U+2212, and its kin). Refused as a .csv
+// value is, and also a cell with nothing in it (Problem::empty) or with a comma where a decimal point
+// belongs ("1,5": Problem::decimal_comma); rows of unequal length, or none, with InputError.
+Matrix parse_cells(const std::vector<std::vector<std::string>>& cells, const std::string& name,
+                   const ReadOptions& options = {});
 
 // Float values under a shape as a .npy file: format 1.0, little-endian float32, C order. npy_header
 // is the part before the data.

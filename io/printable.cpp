@@ -24,6 +24,8 @@ std::string to_string(CellError::Problem problem) {
         case CellError::Problem::beyond_float32: return "beyond_float32";
         case CellError::Problem::infinite: return "infinite";
         case CellError::Problem::nan: return "nan";
+        case CellError::Problem::empty: return "empty";
+        case CellError::Problem::decimal_comma: return "decimal_comma";
     }
     return "?";
 }

@@ -1,9 +1,11 @@
-// lesson/json_text.cpp — the walk's JSON with its sentences, and the backward walk: what
-// `attn walk --format json [--grad]` prints and Python's walk() returns. Apart from lesson/json.cpp
-// so that the WebAssembly module, whose page has the sentences already, does not carry them.
+// lesson/json_text.cpp — the walk's JSON with its sections and its sentences, and the backward walk:
+// what `attn walk --format json [--grad]` prints and Python's walk() returns. Apart from
+// lesson/json.cpp so that the WebAssembly module, whose page has the sections and the sentences
+// already (built with them), does not carry them.
 #include <sstream>
 
 #include "lesson/json.hpp"
+#include "lesson/sections.hpp"
 #include "lesson/sentences.hpp"
 
 namespace attn::lesson {
@@ -16,6 +18,32 @@ void sentences(std::ostringstream& out, Lang lang, const std::vector<Id>& ids, c
     for (std::size_t k = 0; k < ids.size(); ++k)
         out << (k ? ",\n" : "\n") << indent << json_string(key(ids[k])) << ": " << json_string(marked(lang, ids[k]));
     out << "}";
+}
+
+// The walk's sections in order (lesson/sections.hpp): what each surface goes down.
+void section_list(std::ostringstream& out, const ForwardWalk& w) {
+    const auto names = [](const auto& list, auto name) {
+        std::string text = "[";
+        for (std::size_t k = 0; k < list.size(); ++k) text += (k ? ", " : "") + name(list[k]);
+        return text + "]";
+    };
+    const std::vector<Section> list = sections(w.options);
+    out << ",\n  \"sections\": [";
+    for (std::size_t k = 0; k < list.size(); ++k) {
+        const Section& s = list[k];
+        out << (k ? ",\n    " : "\n    ") << "{\"key\": " << json_string(s.key)
+            << ", \"title\": " << json_string(key(s.title))
+            << ", \"note\": " << (s.note ? json_string(key(*s.note)) : "null")
+            << ", \"aside\": " << (s.aside ? "true" : "false") << ", \"formula\": " << json_string(s.formula)
+            << ", \"matrices\": " << names(s.matrices, [](const char* m) { return json_string(m); })
+            << ", \"markers\": "
+            << names(s.markers,
+                     [](const Marker& m) {
+                         return "{\"file\": " + json_string(m.file) + ", \"name\": " + json_string(m.name) + "}";
+                     })
+            << "}";
+    }
+    out << "]";
 }
 
 void backward_json(std::ostringstream& out, const BackwardWalk& b, Lang text) {
@@ -42,7 +70,9 @@ void backward_json(std::ostringstream& out, const BackwardWalk& b, Lang text) {
 std::string walk_json(const ForwardWalk& walk, const std::vector<std::string>& tokens, Lang text,
                       const BackwardWalk* backward) {
     std::ostringstream out;
-    out << walk_json_open(walk, tokens) << ",\n  \"text\": ";
+    out << walk_json_open(walk, tokens);
+    section_list(out, walk);
+    out << ",\n  \"text\": ";
     sentences(out, text, said_under(walk.options.scale), "    ");
     if (backward) backward_json(out, *backward, text);
     out << "\n}\n";

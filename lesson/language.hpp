@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 
 namespace attn::lesson {
 

@@ -20,7 +20,8 @@ namespace attn::lesson {
 // The forward walk's sentences, which the pages show too: the JSON's "text", under key(id).
 enum class Sentence {
     indices,
-    expanded,
+    expanded,      // an entry written out (Q₁₁, S₁₂)
+    expanded_row,  // a row written out (α₁, o₁)
     title_1,
     note_1,
     title_2,
@@ -61,17 +62,35 @@ enum class Sentence {
     note_6,
     confusion3,
     confusion3_note,
+    exercise2,
+    exercise2_note,
+    diagonal_yes,
+    diagonal_no,
     exercise5,
     exercise5_note,
     exercise5_causal,
     length,
+    written_in_step_6,
+    shapes_flowed,
     confusion4,
     confusion4_note,
     heads_cost,
+    title_fused,
+    note_fused,
+    fused_why_m,
+    fused_row,
+    fused_keys,
+    fused_end,
+    fused_tiles,
+    fused_halves,
+    fused_first_half,
+    fused_second_half,
+    fused_merge,
+    fused_merged,
     count
 };
 
-// What only the terminal says around them: its header, labels and exercise 2's answers.
+// What only the terminal says around them: its header and labels.
 enum class Label {
     walk_title,
     whole_chain,
@@ -85,11 +104,7 @@ enum class Label {
     shapes,
     shapes_note,
     weights,
-    diagonal_question,
-    diagonal_yes,
-    diagonal_no,
-    shapes_flowed,
-    written_in_step_6,
+    code,
     count
 };
 
@@ -99,11 +114,99 @@ enum class Backward { title, intro, dV, d_weights, dS_prime, dS, dQ, dK, dW_Q, d
 // The bfloat16 walk's sentences (text only).
 enum class Bf16 { title, note, rounded, changed, count };
 
+// What `attn exercise N` and `attn variance` say around their tables (lesson/sentences_exercises.cpp;
+// exercise 2's question and exercise 5 are the walk's own).
+enum class Exercise {
+    e1_title,
+    e1_setup,
+    e1_scale,
+    e1_entropy,
+    e1_max_weight,
+    e1_none_one_hot,
+    e1_none_sharpens,
+    e1_jacobian_peak,
+    e1_jacobian_falls,
+    e1_saturated,
+    e1_not_saturated,
+    e1_dk_uniform,
+    e1_dk_flatter,
+    e1_sqrt_same,
+    e1_sqrt_changes,
+    e1_example,
+    e1_example_entropy,
+    e2_in_example,
+    e2_row,
+    e2_on_diagonal,
+    e2_off_diagonal,
+    e2_draws,
+    e2_independent,
+    e2_tied,
+    e2_tied_pairs,
+    e2_why,
+    e3_title,
+    e3_count,
+    e3_measured,
+    e3_scores,
+    e3_bytes,
+    e3_fitted,
+    e3_fitted_counts,
+    e3_rule,
+    e3_close,
+    e3_below,
+    e3_above,
+    e3_undecided,
+    e3_scattered,
+    e3_waited,
+    e3_fused_bytes,
+    e4_title,
+    e4_before,
+    e4_after,
+    e4_sees_first,
+    e4_sees_up_to,
+    e4_all_causal,
+    e4_future,
+    variance_intro,
+    variance_samples,
+    variance_theory,
+    count
+};
+
+// What `attn learn` says about its run (lesson/sentences_learn.cpp).
+enum class Learning {
+    title_sentence,
+    title_retrieval,
+    sizes_sentence,
+    sizes_retrieval,
+    trained_two,
+    trained_three,
+    story_fixed,
+    story_values,
+    settings,
+    alpha_start,
+    loss,
+    step,
+    alpha_middle,
+    alpha_end,
+    reads_most,
+    wanted,
+    fell,
+    range,
+    reached,
+    with_fixed,
+    means,
+    moved_less,
+    moved_as_far,
+    moved_further,
+    count
+};
+
 // The sentence in `lang`, with its marks and {} places.
 const char* marked(Lang lang, Sentence id);
 const char* marked(Lang lang, Label id);
 const char* marked(Lang lang, Backward id);
 const char* marked(Lang lang, Bf16 id);
+const char* marked(Lang lang, Exercise id);
+const char* marked(Lang lang, Learning id);
 
 // Its name in the JSON.
 const char* key(Sentence id);

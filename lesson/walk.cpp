@@ -1,10 +1,10 @@
 // lesson/walk.cpp — the worked example and its demos, each computed here once (the demos by
-// attention/experiments.hpp), for every surface that shows them.
+// lesson/experiments.hpp), for every surface that shows them.
 #include "lesson/walk.hpp"
 
 #include <algorithm>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 
 namespace attn::lesson {
@@ -58,6 +58,7 @@ ForwardWalk forward_walk(const SingleHeadAttention& layer, const Matrix& X, cons
     w.softmax_row = {written, experiments::softmax_written_out(w.softmax_input.row(written))};
     w.exercise5.push_back({0, experiments::output_against_value(t, 0)});
     if (options.causal && n > 1) w.exercise5.push_back({n - 1, experiments::output_against_value(t, n - 1)});
+    w.fused = fused_walk(w.softmax_input, t.V, t.output);
     return w;
 }
 

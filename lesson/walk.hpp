@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/experiments.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/fused_walk.hpp"
 #include "lesson/sentences.hpp"
 
 namespace attn::lesson {
@@ -63,6 +64,9 @@ struct ForwardWalk {
     std::vector<OutputAgainstValue> exercise5;
 
     Heads heads;
+
+    // Steps 3–6 as the fused kernel does them: key by key, in tiles of two, and in two merged halves.
+    FusedWalk fused;
 };
 
 // The walk of `layer` on X: the lesson's (worked_example) or any other, as the pages' editable example.
@@ -71,7 +75,7 @@ ForwardWalk forward_walk(const SingleHeadAttention& layer, const Matrix& X, cons
 // The lesson's worked example.
 ForwardWalk worked_example_walk(const AttentionOptions& options);
 
-// The worked example run backwards, for L = ½‖O − T‖² with T = I (attention/worked_example.hpp).
+// The worked example run backwards, for L = ½‖O − T‖² with T = I (lesson/worked_example.hpp).
 struct Gradient {
     const char* marker;   // its line in attention/backward.cpp: "grad 6.V"
     std::string formula;  // "dV = αᵀ·dO"

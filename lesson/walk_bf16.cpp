@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/worked_example.hpp"
 #include "lesson/walk.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/bfloat16.hpp"
 #include "matrix/print.hpp"
 

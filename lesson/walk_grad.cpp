@@ -1,9 +1,9 @@
 // lesson/walk_grad.cpp — the worked example run backwards (attn walk --grad): the library's gradients
-// for L = ½‖O − T‖² with T = I (attention/worked_example.hpp), in the order the walk shows them.
+// for L = ½‖O − T‖² with T = I (lesson/worked_example.hpp), in the order the walk shows them.
 #include <string>
 
-#include "attention/worked_example.hpp"
 #include "lesson/walk.hpp"
+#include "lesson/worked_example.hpp"
 
 namespace attn::lesson {
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 namespace attn {
@@ -81,6 +82,16 @@ std::string shortest_decimal(float value) {
         if (std::strtof(buf, nullptr) == value) break;
     }
     return buf;
+}
+
+std::string table_number(float value, int decimals) {
+    const float size = std::fabs(value);
+    if (!std::isfinite(value) || value == 0.0f) return format_number(value, decimals);
+    if (size < 1e-3f || size >= 1e5f) return shortest_decimal(value);
+    const double spacing =
+        double(std::nextafter(size, std::numeric_limits<float>::infinity())) - double(size);  // to the next float
+    const int resolved = int(std::floor(-std::log10(spacing)));  // decimal places the spacing is within
+    return format_number(value, std::max(0, std::min(decimals, resolved)));
 }
 
 void print_matrix(std::ostream& out, const Matrix& m, const PrintOptions& options) {

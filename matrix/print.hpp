@@ -41,4 +41,11 @@ std::string format_number(float value, int precision);
 // is "0.0004", 1e-7f is "1e-07"; at most 9 significant digits, which every float32 needs at most.
 std::string shortest_decimal(float value);
 
+// A float for a table read by eye (the pages' worked example), in digits the float holds: 0 and
+// 0.001 ≤ |x| < 100000 with `decimals` decimals, or with as many as the float's spacing there
+// resolves when that is fewer (12345.678f is "12345.678": its spacing is 0.00098, so a fourth
+// decimal would not be the float's); any other magnitude as its shortest decimal ("3e+19",
+// "1e-05"). ±∞ and NaN as format_number writes them; −0, and what rounds to 0, without a sign.
+std::string table_number(float value, int decimals);
+
 }  // namespace attn

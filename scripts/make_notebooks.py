@@ -3,16 +3,20 @@
 
     /usr/bin/python3 scripts/make_notebooks.py [--build build] [--check]
 
-Both notebooks have the same cells. What the lesson says about each step (titles, notes, the four
-confusions, exercise 5) is not written here: it is read by key from the sentences `attn walk` says,
-`attention_cpp.walk(lang=...)["text"]`, with their $…$ formulas set as Markdown math by the site's own
-typesetter (docs/site/docs_math.py). Written here, once per language, is only the notebook's framing:
-its title and introduction, the exercises the walk does not word, and the code cells' comments and
-printouts. A template names what goes where with «…»:
+Both notebooks have the same cells. Their order is the walk's: the notebook goes down the walk's
+sections, `attention_cpp.walk(lang=...)["sections"]` (lesson/sections.hpp), and each section's
+heading, formula, note and lines of code come from the walk, as do the sentences the cells name by key
+(`walk(...)["text"]`), with their $…$ formulas set as Markdown math by the site's own typesetter
+(docs/site/docs_math.py). Written here, once per language, is only the notebook's framing: its title
+and introduction, the exercises the walk does not word, and the code cells' comments and printouts.
+The NumPy cells are the reader's own work: each computes something the walk computed too and prints
+whether it is the walk's, so that no demo is computed here instead of by the walk. A template names
+what goes where with «…»:
 
     «walk:KEY»              the walk's sentence KEY («walk:KEY|d_k|heads.h»: its {} filled, in order, from
                             walk()'s fields; fields beyond the sentence's {} are left unused)
     «data:FIELD»            a field of walk(), e.g. the tokens or d_model
+    «section:KEY»           the formula of the walk's section KEY, e.g. «section:step.4»
     «KEY»                   the framing phrase KEY in the notebook's language (PHRASES below)
 
 In Markdown cells formulas are typeset; in code cells the $ marks are dropped, as the terminal does.
@@ -48,12 +52,13 @@ PHRASES = {
                    "$d_k = «data:d_k»$, $d_v = «data:d_v»$. `layer.project(X)` is step 2.",
         "c_module": "The module: installed with pip (docs/using.md, From Python), or taken straight from a build "
                     "directory.",
-        "c_font": "the tokens need a CJK font (Debian: fonts-noto-cjk)",
+        "c_font": "the tokens 猫 坐 地毯 need a font with Chinese characters; this finds one by its file",
+        "c_font_fontconfig": "fontconfig (Linux): the fonts that cover Chinese, and the one it prefers among them",
+        "c_font_scan": "no fontconfig: the first font on the system that has 猫",
+        "c_font_added": "matplotlib learns the font from its file, whatever font list it saved earlier",
+        "c_font_missing": "No font with Chinese characters is installed, so 猫 坐 地毯 show as empty boxes in the heat "
+                          "maps. Install one (Debian: apt-get install fonts-noto-cjk) and run this cell again.",
         "c_walk": "the worked example, as `attn walk --format json` prints it",
-        "c_step2": "step 2",
-        "c_step3": "step 3: S_ij = q_i · k_j, n × n",
-        "c_no_transpose": " (without the transpose)",
-        "c_step4": "step 4",
         "c_library": "steps 3–6 in the library",
         "c_heat": "α, or any matrix of weights, as a heat map: row i is where token i looks",
         "backends": "The same chain on every backend of the project: the naive loops, the xsimd kernels, the "
@@ -64,12 +69,10 @@ PHRASES = {
         "c1_symmetric": "With $W_K = W_Q$ every score is the dot product of two queries, so $S$ is symmetric. "
                         "$α$ need not be: each row is divided by the sum of its own exponentials, and those "
                         "sums differ from row to row. The cell prints both, and $α₁₂$ beside $α₂₁$.",
-        "c_same_weights": "W_K = W_Q",
         "c_largest": "token → the token whose key its query scores highest",
         "c_S_symmetric": "S symmetric",
         "c_alpha_symmetric": "α symmetric",
         "c_softmax": "softmax along an axis, the row maximum subtracted first",
-        "c_shapes": "one vector per token, as in X",
         "c_heads": "the multi-head example of the walk",
         "ex1_title": "Exercise 1 · $d_k$ in place of $√d_k$",
         "ex1_example": "What happens to the softmax's output if the scores are divided by $d_k$ instead of "
@@ -83,26 +86,35 @@ PHRASES = {
                      "variance 1, many times at each of several $d_k$. For each scaling it prints the entropy "
                      "of the rows of $α$ (averaged over the rows) as its mean over the draws ± its standard "
                      "deviation: uniform attention over 64 tokens has entropy ln 64, one-hot attention 0. "
-                     "Its last lines call the entropy changed only when the lowest and the highest of its "
-                     "means over the $d_k$ differ by more than three standard errors of that difference (a "
-                     "mean's standard error: the standard deviation of its draws over √draws), the rule "
-                     "`attn exercise 1` follows too.",
+                     "Whether a scaling's entropy changes with $d_k$ is for `attn exercise 1` to say: it runs "
+                     "the same experiment with the library and states the rule it decides by.",
         "c_ex1_sizes": "tokens, and random draws at each d_k",
         "c_ex1_entropy": "entropy of each row, averaged over the rows (0 · log 0 counts as 0)",
         "c_ex1_header": "entropy of the rows of α: mean ± standard deviation over {draws} draws; "
                         "uniform: ln {n_tokens} = {np.log(n_tokens):.3f}",
-        "c_ex1_line": "{name}: from d_k = {widths[0]} to d_k = {widths[-1]}, {first.mean():.3f} → "
-                      "{last.mean():.3f}: {words}",
-        "c_ex1_rule": "changed only if the highest and the lowest mean differ by more than 3 standard errors",
-        "c_ex1_same": "no change beyond 3 standard errors",
-        "c_ex1_up": "it rises (α flattens toward uniform)",
-        "c_ex1_down": "it falls (α moves toward one-hot)",
-        "ex2_title": "Exercise 2 · The diagonal $S_ii$",
-        "ex2": "What does $S_ii$ say, and is it always the largest score of row $i$? $S_ii = q_i·k_i$ compares "
-               "token $i$'s query with its own key. The two come from different matrices, $W_Q$ and $W_K$, "
-               "so nothing makes a token score highest against itself; the cell shows which key wins each "
-               "row here.",
         "c_ex2_diagonal": "S_ii is the largest of its row",
+        "code": "Code",
+        "c_check": "the same as the walk's",
+        "c_check_note": "each cell below computes something the walk has computed too, and checks itself against it",
+        "c_step2": "step 2",
+        "c_step3": "step 3: S_ij = q_i · k_j, n × n",
+        "c_step4": "step 4",
+        "c_largest_yours": "each row's largest score, found with np.argmax",
+        "c_mix": "row i of O is α's row i times V: the values mixed in α's shares",
+        "c_shapes": "the shape of every step",
+        "c_ex5_yours": "o_i − v_i and its length",
+        "ex2_try": "The next cell finds each row's largest score with NumPy and checks it against the walk's.",
+        "fused_try": "The next cell takes the same row's keys one at a time in NumPy, as the fused kernel does, "
+                     "prints $m$, $e^(m_old − m)$, $ℓ$ and $o / ℓ$ after each, and checks the last state "
+                     "against the walk's.",
+        "c_fused_row": "the row the walk takes key by key, and its scores S' (step 4)",
+        "c_fused_step": "one key at a time: rescale what was summed against the old maximum, then add the key",
+        "c_fused_rescale": "0 before the first key, where m_old = −∞",
+        "halves_try": "The next cell does the same for the two halves of the keys on their own, merges the two "
+                      "states and checks the merge against the walk's and against the single pass.",
+        "c_halves": "the keys in two halves, each taken in on its own, as the decode kernel's threads take theirs",
+        "c_merge": "the merge: both states against the larger maximum",
+        "c_one_pass": "the single pass above",
         "ex3_title": "Exercise 3 · $n = 1000$",
         "ex3": "$S$ and $α$ have $n²$ entries each: a million at $n = 1000$. Doubling $n$ multiplies both the "
                "memory and the work of steps 3–6 by four. Try 2000.",
@@ -154,12 +166,13 @@ PHRASES = {
         "example": "示例中的词为«data:tokens»；$n = «data:n»$，$d_model = «data:d_model»$，$d_k = «data:d_k»$，"
                    "$d_v = «data:d_v»$。`layer.project(X)` 就是第 2 步。",
         "c_module": "模块：用 pip 安装（见 docs/using.md 的 From Python 一节），或直接从构建目录导入。",
-        "c_font": "中文词需要 CJK 字体（Debian：fonts-noto-cjk）",
+        "c_font": "猫、坐、地毯这些词需要含中文字符的字体；这里按字体文件找到一个",
+        "c_font_fontconfig": "fontconfig（Linux）：列出能显示中文的字体，并取它首选的一个",
+        "c_font_scan": "没有 fontconfig 时：取系统中第一个含有“猫”字的字体",
+        "c_font_added": "直接从字体文件加载，与 matplotlib 先前保存的字体列表无关",
+        "c_font_missing": "没有安装含中文字符的字体，热力图中的猫、坐、地毯会显示成空白方框。"
+                          "请安装一个（Debian：apt-get install fonts-noto-cjk），再运行这个单元格。",
         "c_walk": "示例的全部中间结果，与 `attn walk --format json` 输出的相同",
-        "c_step2": "第 2 步",
-        "c_step3": "第 3 步：S_ij = q_i · k_j，形状 n × n",
-        "c_no_transpose": "（不转置）",
-        "c_step4": "第 4 步",
         "c_library": "由库计算第 3–6 步",
         "c_heat": "把 α（或任何权重矩阵）画成热力图：第 i 行表示词 i 关注哪里",
         "backends": "同一条计算链在本项目的每个后端上运行：朴素循环、xsimd 内核、把各行分给 OpenMP 线程的"
@@ -169,12 +182,10 @@ PHRASES = {
         "c1_symmetric": "取 $W_K = W_Q$ 时，每个分数都是两个 Query 的点积，所以 $S$ 是对称的。$α$ 却不一定对称："
                         "$α$ 的每一行各自除以本行指数之和，而各行的和并不相同。下面的单元格把两者都打印出来，"
                         "并列出 $α₁₂$ 与 $α₂₁$。",
-        "c_same_weights": "W_K = W_Q",
         "c_largest": "每个词 → 与它的 Query 点积最大的 Key 所属的词",
         "c_S_symmetric": "S 是否对称",
         "c_alpha_symmetric": "α 是否对称",
         "c_softmax": "沿某一轴做 softmax，先减去该行（或该列）的最大值",
-        "c_shapes": "和 X 一样，每个词一个向量",
         "c_heads": "walk 中多头注意力的例子",
         "ex1_title": "练习 1 · 用 $d_k$ 代替 $√d_k$",
         "ex1_example": "如果分数除以 $d_k$ 而不是 $√d_k$，softmax 的输出会怎样变化？先在示例上看：修改 `SCALE` "
@@ -185,24 +196,33 @@ PHRASES = {
         "ex1_draws": "只有三个词、一组权重，看不出 $d_k$ 的影响。下一个单元格对若干个 $d_k$ 各做多次随机抽样："
                      "每次随机生成 64 个词的 $Q$ 和 $K$，各分量相互独立、均值为 0、方差为 1。对每种缩放方式，"
                      "它打印 $α$ 各行的熵（对各行取平均）在多次抽样上的均值 ± 标准差。64 个词上均匀分布的熵是 ln 64，"
-                     "one-hot 的熵是 0。最后几行比较各 $d_k$ 中最高与最低的平均熵：只有两者之差超过其三倍标准误时，"
-                     "才说熵随 $d_k$ 变了（均值的标准误是各次抽样的标准差除以 √抽样次数）；"
-                     "`attn exercise 1` 用的也是这条规则。",
+                     "one-hot 的熵是 0。某种缩放方式的熵是否随 $d_k$ 变化，由 `attn exercise 1` 判断："
+                     "它用本项目的库做同样的实验，并说明据以判断的规则。",
         "c_ex1_sizes": "词数，以及每个 d_k 下的抽样次数",
         "c_ex1_entropy": "每一行的熵，再对各行取平均（0 · log 0 按 0 计）",
         "c_ex1_header": "α 各行的熵：{draws} 次抽样的均值 ± 标准差；均匀分布：ln {n_tokens} = "
                         "{np.log(n_tokens):.3f}",
-        "c_ex1_line": "{name}：d_k 从 {widths[0]} 到 {widths[-1]}，熵 {first.mean():.3f} → {last.mean():.3f}："
-                      "{words}",
-        "c_ex1_rule": "只有最高与最低的平均熵相差超过 3 倍标准误，才算变了",
-        "c_ex1_same": "变化没有超过 3 倍标准误",
-        "c_ex1_up": "升高（α 趋于均匀分布）",
-        "c_ex1_down": "降低（α 趋于 one-hot）",
-        "ex2_title": "练习 2 · 对角线上的 $S_ii$",
-        "ex2": "$S_ii$ 表示什么？它一定是第 $i$ 行最大的分数吗？$S_ii = q_i·k_i$ 是词 $i$ 的 Query 与它自己的 "
-               "Key 的点积。两者来自不同的矩阵 $W_Q$ 和 $W_K$，所以没有什么能保证一个词与自己的分数最高；"
-               "下面的单元格给出这里每一行得分最高的 Key。",
         "c_ex2_diagonal": "S_ii 是否为本行最大",
+        "code": "代码",
+        "c_check": "与 walk 的结果相同",
+        "c_check_note": "下面每个单元格都算一个 walk 也算过的量，并与 walk 的结果核对",
+        "c_step2": "第 2 步",
+        "c_step3": "第 3 步：S_ij = q_i · k_j，形状 n × n",
+        "c_step4": "第 4 步",
+        "c_largest_yours": "用 np.argmax 找出每行最大的分数",
+        "c_mix": "O 的第 i 行是 α 的第 i 行乘以 V：按 α 的比例混合各个 Value",
+        "c_shapes": "每一步的形状",
+        "c_ex5_yours": "o_i − v_i 及其长度",
+        "ex2_try": "下一个单元格用 NumPy 找出每行最大的分数，并与 walk 的结果核对。",
+        "fused_try": "下一个单元格用 NumPy 像融合内核那样，逐个加入同一行的 Key，打印每一步之后的 $m$、"
+                     "$e^(m_old − m)$、$ℓ$ 和 $o / ℓ$，最后把状态与 walk 的结果核对。",
+        "c_fused_row": "walk 逐个 Key 演示的那一行，以及它的分数 S'（第 4 步）",
+        "c_fused_step": "每次加入一个 Key：先把按旧最大值累加的部分重新缩放，再加上这个 Key",
+        "c_fused_rescale": "第一个 Key 之前 m_old = −∞，因此为 0",
+        "halves_try": "下一个单元格把 Key 分成两半，分别独立处理，再合并两个状态，并与 walk 的合并结果以及一次遍历的结果核对。",
+        "c_halves": "把 Key 分成两半，各自独立处理，就像解码内核的各个线程那样",
+        "c_merge": "合并：两个状态都换算到较大的那个最大值",
+        "c_one_pass": "上面一次遍历的结果",
         "ex3_title": "练习 3 · $n = 1000$",
         "ex3": "$S$ 和 $α$ 各有 $n²$ 个元素：$n = 1000$ 时就是一百万个。$n$ 翻倍，第 3–6 步的内存和计算量都变为"
                "原来的四倍。可以试试 2000。",
@@ -240,47 +260,54 @@ PHRASES = {
     },
 }
 
-# The cells: (type, template). Markdown cells set formulas as math; code cells keep them plain.
-MD, CODE, ANSWER = "markdown", "code", "answer"  # ANSWER: a code cell whose source starts collapsed
-CELLS = [
+# The cells. The notebook goes down the walk's sections (walk()["sections"], lesson/sections.hpp), in
+# their order: each section opens with a Markdown cell of its heading (a step's title with its
+# formula), its note and the lines of code it mirrors, made from the walk itself (section_heading),
+# then the cells SECTIONS gives it; a section it gives none is its heading alone. A template: (type,
+# text). MORE: text that goes on in the section's heading cell. Markdown cells set formulas as math;
+# code cells keep them plain. The NumPy cells are the reader's own hands-on work: each computes
+# something the walk has computed too, and prints whether it is the same (same_as_walk), never a
+# number of its own that the walk carries.
+MD, CODE, ANSWER, MORE = "markdown", "code", "answer", "more"  # ANSWER: a code cell whose source starts collapsed
+HEAD = [
     (MD, "# «title»\n\n«intro»\n\n«walk:indices»"),
     (CODE, """LANG = "«lang»"
 # «c_module»
-import os, sys, time
+import os, subprocess, sys, time
 build = os.environ.get("ATTN_BUILD", os.path.join("..", "build"))
 if os.path.isdir(build):
     sys.path.insert(0, build)
 import attention_cpp as ac
 import numpy as np
 import matplotlib.pyplot as plt
-plt.rcParams["font.sans-serif"] = ["Noto Sans CJK JP", "DejaVu Sans"]  # «c_font»
-np.set_printoptions(precision=4, suppress=True)"""),
-    (MD, "## «walk:title.1»\n\n«walk:note.1»\n\n## «walk:title.2»\n\n«walk:note.2»«sp»«walk:weights»\n\n«example»"),
-    (CODE, """walk = ac.walk(lang=LANG)  # «c_walk»
-tokens = walk["tokens"]
-X = np.array(walk["X"], dtype=np.float32)      # n × d_model
-W_Q = np.array(walk["W_Q"], dtype=np.float32)  # d_model × d_k
-W_K = np.array(walk["W_K"], dtype=np.float32)  # d_model × d_k
-W_V = np.array(walk["W_V"], dtype=np.float32)  # d_model × d_v
-layer = ac.SingleHeadAttention(W_Q, W_K, W_V)
-Q, K, V = layer.project(X, backend="naive")    # «c_step2»«colon» Q = X·W_Q, K = X·W_K, V = X·W_V
-print("Q =\\n", Q)
-print("K =\\n", K)
-print("V =\\n", V)"""),
-    (MD, "## «walk:title.3»\n\n«walk:note.3»\n\n**«walk:transpose»** «walk:transpose_note»«sp»«walk:transpose_square»"),
-    (CODE, """S = Q @ K.T    # «c_step3»
-print("S = Q·Kᵀ =\\n", S)
-print("Q·K«c_no_transpose» =\\n", Q @ K)"""),
-    (MD, "## «walk:title.4»\n\n«walk:note.4»"),
-    (CODE, """d_k = Q.shape[1]
-S_scaled = S / np.sqrt(d_k)    # «c_step4»«colon» S' = S / √d_k
-print("S' =\\n", S_scaled)"""),
-    (MD, "## «walk:title.5»\n\n«walk:note.5»"),
-    (CODE, """O, alpha = ac.attention(Q, K, V, backend="naive")  # «c_library»
-print("α =\\n", alpha)
-print("«walk:row_sums_short»«colon»", alpha.sum(axis=1))"""),
-    (MD, "«walk:heat»"),
-    (CODE, """def heat(weights, title):  # «c_heat»
+from matplotlib import font_manager
+np.set_printoptions(precision=4, suppress=True)
+
+def chinese_font_file():  # «c_font»
+    try:  # «c_font_fontconfig»
+        listed = subprocess.run(["fc-list", ":lang=zh-cn", "file"], capture_output=True, text=True).stdout
+        files = sorted(line.split(":")[0] for line in listed.splitlines())
+        best = subprocess.run(["fc-match", "-f", "%{file}", "sans-serif:lang=zh-cn"], capture_output=True, text=True).stdout
+        return best if best in files else (files or [None])[0]
+    except FileNotFoundError:  # «c_font_scan»
+        for path in font_manager.findSystemFonts():
+            try:
+                if ord("猫") in font_manager.get_font(path).get_charmap():
+                    return path
+            except RuntimeError:
+                pass
+    return None
+
+font_file = chinese_font_file()
+if font_file:  # «c_font_added»
+    font_manager.fontManager.addfont(font_file)
+    plt.rcParams["font.sans-serif"] = [font_manager.FontProperties(fname=font_file).get_name(), "DejaVu Sans"]
+else:
+    print("«c_font_missing»")
+
+walk = ac.walk(lang=LANG)  # «c_walk»
+
+def heat(weights, title):  # «c_heat»
     fig, ax = plt.subplots(figsize=(3.6, 3))
     ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(tokens)), tokens)
@@ -292,23 +319,45 @@ print("«walk:row_sums_short»«colon»", alpha.sum(axis=1))"""),
     ax.set_title(title)
     plt.show()
 
-heat(alpha, "α")"""),
-    (MD, "## «walk:title.6»\n\n«walk:note.6»"),
-    (CODE, """print("O = α·V =\\n", O)"""),
-    (MD, "«backends»"),
-    (CODE, """for backend in ["naive", "simd", "parallel", "fused"]:
-    O_b, alpha_b = ac.attention(Q, K, V, backend=backend)
-    print(f"{backend:9s} O[0] = {O_b[0]}«comma»«c_diff»«colon» {np.abs(O_b - O).max():.1e}")"""),
-    (MD, "## «walk:confusion1»\n\n«walk:confusion1_note»\n\n«walk:cosines»"),
-    (CODE, """cosines = S / np.outer(np.linalg.norm(Q, axis=1), np.linalg.norm(K, axis=1))  # «c_cosines»
-print("cos θ =\\n", cosines)"""),
-    (MD, "«walk:other_keys»\n\n«c1_symmetric»"),
-    (CODE, """same = ac.SingleHeadAttention(W_Q, W_Q, W_V)    # «c_same_weights»
+def same_as_walk(mine, key):  # «c_check_note»
+    return bool(np.allclose(np.array(mine, dtype=np.float64), np.array(walk[key], dtype=np.float64), rtol=1e-5, atol=1e-6))"""),
+]
+
+SECTIONS = {
+    "step.2": [
+        (MORE, "«walk:weights»\n\n«example»"),
+        (CODE, """tokens = walk["tokens"]
+X = np.array(walk["X"], dtype=np.float32)      # n × d_model
+W_Q = np.array(walk["W_Q"], dtype=np.float32)  # d_model × d_k
+W_K = np.array(walk["W_K"], dtype=np.float32)  # d_model × d_k
+W_V = np.array(walk["W_V"], dtype=np.float32)  # d_model × d_v
+layer = ac.SingleHeadAttention(W_Q, W_K, W_V)
+Q, K, V = layer.project(X, backend="naive")    # «c_step2»«colon» Q = X·W_Q, K = X·W_K, V = X·W_V
+print("Q =\\n", Q)
+print("K =\\n", K)
+print("V =\\n", V)"""),
+    ],
+    "step.3": [(CODE, """S = Q @ K.T    # «c_step3»
+print("S = Q·Kᵀ =\\n", S)
+print("«c_check»«colon»", same_as_walk(S, "S"))""")],
+    "transpose": [
+        (MORE, "«walk:transpose_square»"),
+        (CODE, """print("Q·K =\\n", Q @ K)
+print("«c_check»«colon»", same_as_walk(Q @ K, "Q_times_K"))"""),
+    ],
+    "confusion.1": [
+        (MORE, "«walk:cosines»"),
+        (CODE, """cosines = S / np.outer(np.linalg.norm(Q, axis=1), np.linalg.norm(K, axis=1))  # «c_cosines»
+print("cos θ =\\n", cosines)
+print("«c_check»«colon»", same_as_walk(cosines, "cosines"))"""),
+        (MD, "«walk:other_keys»\n\n«c1_symmetric»"),
+        (CODE, """same = ac.SingleHeadAttention(W_Q, W_Q, W_V)    # W_K = W_Q
 Q_same, K_same, _ = same.project(X, backend="naive")
 S_same = Q_same @ K_same.T
 _, alpha_same = same.forward(X, backend="naive")
 print("S =\\n", S_same)
 print("α =\\n", alpha_same)
+print("«c_check»«colon»", same_as_walk(S_same, "S_with_W_K_as_W_Q"))
 print("«c_S_symmetric»«colon»", np.allclose(S_same, S_same.T), "  «c_alpha_symmetric»«colon»", np.allclose(alpha_same, alpha_same.T))
 print(f"α₁₂ = {alpha_same[0, 1]:.4f}«comma»α₂₁ = {alpha_same[1, 0]:.4f}")
 
@@ -316,30 +365,21 @@ def largest_per_row(scores):  # «c_largest»
     return "«comma»".join(f"{tokens[i]} → {tokens[j]}" for i, j in enumerate(scores.argmax(axis=1)))
 
 print("«walk:row_largest»«colon»", largest_per_row(S_same))
-print("«walk:with_example_keys»«colon»", largest_per_row(S))"""),
-    (MD, "## «walk:confusion2»\n\n«walk:confusion2_note»"),
-    (CODE, """def softmax(M, axis):  # «c_softmax»
-    e = np.exp(M - M.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-by_column = softmax(S_scaled, axis=0)
-print("«walk:column_sums»«colon»", by_column.sum(axis=0), "  «walk:row_sums_short»«colon»", by_column.sum(axis=1))
-heat(by_column, "«walk:by_column»")"""),
-    (MD, "## «walk:confusion3»\n\n«walk:confusion3_note»"),
-    (CODE, """print("α", alpha.shape, "· V", V.shape, "→ O", O.shape)  # «c_shapes»
-for i in range(len(tokens)):
-    print(f"o_{i + 1} = " + " + ".join(f"{alpha[i, j]:.4f}·v_{j + 1}" for j in range(len(tokens))))"""),
-    (MD, "## «walk:confusion4»\n\n«walk:confusion4_note|d_k|d_model|heads.d_model|heads.h»"),
-    (CODE, """heads = walk["heads"]  # «c_heads»
-print(f"d_model = {heads['d_model']}, h = {heads['h']}: d_k = d_model / h = {heads['d_k']}")"""),
-    (MD, "«walk:heads_cost»"),
-    (MD, "## «ex1_title»\n\n«ex1_example»"),
-    (CODE, """SCALE = "dk"   # «c_scale»
+print("«walk:with_example_keys»«colon»", largest_per_row(S))
+print("«c_check»«colon»", list(S_same.argmax(axis=1)) == walk["largest_per_row"]["S_with_W_K_as_W_Q"])"""),
+    ],
+    "step.4": [
+        (CODE, """d_k = Q.shape[1]
+S_scaled = S / np.sqrt(d_k)    # «c_step4»«colon» «section:step.4»
+print("S' =\\n", S_scaled)
+print("«c_check»«colon»", same_as_walk(S_scaled, "S_scaled"))"""),
+        (MD, "## «ex1_title»\n\n«ex1_example»"),
+        (CODE, """SCALE = "dk"   # «c_scale»
 _, alpha_e1 = ac.attention(Q, K, V, backend="naive", scale=SCALE)
 print(alpha_e1)
 heat(alpha_e1, f"«c_ex1_heat»")"""),
-    (MD, "«ex1_draws»"),
-    (CODE, """n_tokens, draws = 64, 20   # «c_ex1_sizes»
+        (MD, "«ex1_draws»"),
+        (CODE, """n_tokens, draws = 64, 20   # «c_ex1_sizes»
 widths = [4, 16, 64, 256, 1024]
 scales = {"÷ √d_k": "sqrt", "÷ d_k": "dk", "÷ 1": "none"}
 rng = np.random.default_rng(1)
@@ -361,28 +401,49 @@ for w, width in enumerate(widths):
 print(f"«c_ex1_header»")
 print(f"{'d_k':>8}" + "".join(f"{width:>17}" for width in widths))
 for name, e in entropies.items():
-    print(f"{name:>8}" + "".join(f"{m:>9.3f} ± {s:.3f}" for m, s in zip(e.mean(axis=1), e.std(axis=1))))
-for name, e in entropies.items():  # «c_ex1_rule»
-    first, last, means = e[0], e[-1], e.mean(axis=1)
-    low, high = e[means.argmin()], e[means.argmax()]
-    standard_error = np.sqrt((low.var(ddof=1) + high.var(ddof=1)) / draws)
-    if high.mean() - low.mean() <= 3 * standard_error:
-        words = "«c_ex1_same»"
-    else:
-        words = "«c_ex1_up»" if last.mean() > first.mean() else "«c_ex1_down»"
-    print(f"«c_ex1_line»")"""),
-    (MD, "## «ex2_title»\n\n«ex2»"),
-    (CODE, """print("S_ii:", np.diag(S))
+    print(f"{name:>8}" + "".join(f"{m:>9.3f} ± {s:.3f}" for m, s in zip(e.mean(axis=1), e.std(axis=1))))"""),
+    ],
+    "step.5": [
+        (CODE, """O, alpha = ac.attention(Q, K, V, backend="naive")  # «c_library»
+print("α =\\n", alpha)
+print("«walk:row_sums_short»«colon»", alpha.sum(axis=1))"""),
+        (MD, "«walk:heat»"),
+        (CODE, """heat(alpha, "α")"""),
+    ],
+    "confusion.2": [(CODE, """def softmax(M, axis):  # «c_softmax»
+    e = np.exp(M - M.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+by_column = softmax(S_scaled, axis=0)
+print("«walk:column_sums»«colon»", by_column.sum(axis=0), "  «walk:row_sums_short»«colon»", by_column.sum(axis=1))
+print("«c_check»«colon»", same_as_walk(by_column, "softmax_by_column"))
+heat(by_column, "«walk:by_column»")""")],
+    "step.6": [
+        (CODE, """print("O = α·V =\\n", O)
+print("«c_check»«colon»", same_as_walk(O, "output"))"""),
+        (MD, "«backends»"),
+        (CODE, """for backend in ["naive", "simd", "parallel", "fused"]:
+    O_b, alpha_b = ac.attention(Q, K, V, backend=backend)
+    print(f"{backend:9s} O[0] = {O_b[0]}«comma»«c_diff»«colon» {np.abs(O_b - O).max():.1e}")"""),
+    ],
+    "confusion.3": [(CODE, """for i in range(len(tokens)):   # «c_mix»
+    print(f"o_{i + 1} = " + " + ".join(f"{alpha[i, j]:.4f}·v_{j + 1}" for j in range(len(tokens))))
+print("α·V", "«c_check»«colon»", same_as_walk(alpha @ V, "output"))""")],
+    "exercise.2": [
+        (MORE, "«ex2_try»"),
+        (CODE, """print("S_ii:", np.diag(S))
+largest = S.argmax(axis=1)   # «c_largest_yours»
 print("«walk:row_largest»«colon»", largest_per_row(S))
-print("«c_ex2_diagonal»«colon»", [bool(S[i, i] == S[i].max()) for i in range(len(tokens))])"""),
-    (MD, "## «ex3_title»\n\n«ex3»"),
-    (CODE, """n, d = 1000, 64   # «c_ex3»
+print("«c_ex2_diagonal»«colon»", [bool(largest[i] == i) for i in range(len(tokens))])
+print("«c_check»«colon»", list(largest) == walk["largest_per_row"]["S"])"""),
+        (MD, "## «ex3_title»\n\n«ex3»"),
+        (CODE, """n, d = 1000, 64   # «c_ex3»
 rng = np.random.default_rng(0)
 Q_n, K_n, V_n = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
 _, alpha_n = ac.attention(Q_n, K_n, V_n, backend="simd")
 print(f"n = {n}: «c_ex3_holds»")"""),
-    (MD, "## «ex4_title»\n\n«walk:note.mask»\n\n«ex4»"),
-    (CODE, """masked = S_scaled.copy()
+        (MD, "## «ex4_title»\n\n«walk:note.mask»\n\n«ex4»"),
+        (CODE, """masked = S_scaled.copy()
 # «c_ex4_yours»
 
 alpha_yours = softmax(masked, axis=1)
@@ -390,23 +451,68 @@ O_causal, alpha_causal = ac.attention(Q, K, V, backend="naive", causal=True)
 print("«c_ex4_yours_label»«colon»\\n", alpha_yours)
 print("causal=True:\\n", alpha_causal)
 print("«c_ex4_same»«colon»", np.allclose(alpha_yours, alpha_causal, rtol=1e-6, atol=1e-6))"""),
-    (ANSWER, """masked = S_scaled.copy()
+        (ANSWER, """masked = S_scaled.copy()
 masked[np.triu_indices(len(tokens), k=1)] = -np.inf   # «c_ex4_answer»
 alpha_mask = softmax(masked, axis=1)
 print("«c_ex4_same»«colon»", np.allclose(alpha_mask, alpha_causal, rtol=1e-6, atol=1e-6))
 print("«c_ex4_above»«colon»", alpha_mask[np.triu_indices(len(tokens), k=1)])"""),
-    (MD, "## «walk:exercise5»\n\n«walk:exercise5_note»"),
-    (CODE, """i = 0   # «c_ex5_row»
+    ],
+    "exercise.5": [
+        (CODE, """i = 0   # «c_ex5_row»
 print(f"o_{i + 1} = output[{i}] =", O[i])
 print(f"v_{i + 1} = V[{i}]      =", V[i])
-print(f"o_{i + 1} − v_{i + 1} =", O[i] - V[i])
-print(f"‖o_{i + 1} − v_{i + 1}‖«walk:length» = {np.linalg.norm(O[i] - V[i]):.4f}")"""),
-    (MD, "«walk:exercise5_causal»"),
-    (CODE, """last = len(tokens) - 1   # «c_ex5_causal»
+print(f"o_{i + 1} − v_{i + 1} =", O[i] - V[i])   # «c_ex5_yours»
+print(f"‖o_{i + 1} − v_{i + 1}‖«walk:length» = {np.linalg.norm(O[i] - V[i]):.4f}")
+mine = walk["exercise5"][0]
+print("«c_check»«colon»", bool(np.allclose(O[0] - V[0], mine["difference"], atol=1e-6)
+                              and np.isclose(np.linalg.norm(O[0] - V[0]), mine["length"], rtol=1e-5)))"""),
+        (MD, "«walk:exercise5_causal»"),
+        (CODE, """last = len(tokens) - 1   # «c_ex5_causal»
 print("o_1 =", O_causal[0], "  v_1 =", V[0])
 print(f"o_{last + 1} =", O_causal[last], "  «c_ex5_last_row»«colon»", alpha_causal[last])"""),
-    (MD, "## «fast_title»\n\n«fast»"),
-    (CODE, """info = ac.build_info()
+    ],
+    "shapes": [(CODE, """print(f"X {X.shape} → Q {Q.shape}, K {K.shape}, V {V.shape} → S {S.shape} → S' {S_scaled.shape}"   # «c_shapes»
+      f" → α {alpha.shape} → O {O.shape}")""")],
+    "confusion.4": [
+        (CODE, """heads = walk["heads"]  # «c_heads»
+print(f"d_model = {heads['d_model']}, h = {heads['h']}: «section:confusion.4» = {heads['d_model']} / {heads['h']} = {heads['d_k']}")"""),
+        (MD, "«walk:heads_cost»"),
+    ],
+    "fused": [
+        (MORE, "«walk:fused_why_m»\n\n«fused_try»"),
+        (CODE, """fused = walk["fused"]
+i = fused["row"]   # «c_fused_row»
+scores = S_scaled[i]
+print(tokens[i], "S' =", scores)
+
+def take_in(keys, m=-np.inf, l=0.0, o=None):  # «c_fused_step»
+    o = np.zeros(V.shape[1], dtype=np.float32) if o is None else o
+    for j in keys:
+        m_new = max(m, scores[j])
+        rescale = np.exp(m - m_new)   # «c_fused_rescale»
+        l = l * rescale + np.exp(scores[j] - m_new)
+        o = o * rescale + np.exp(scores[j] - m_new) * V[j]
+        m = m_new
+        print(f"+ {tokens[j]}: m = {m:.4f}, e^(m_old − m) = {rescale:.4f}, ℓ = {l:.4f}, o/ℓ = {o / l}")
+    return m, l, o
+
+m, l, o = take_in(range(len(tokens)))
+print("o/ℓ =", o / l, "  O[i] =", O[i])
+after = fused["one_at_a_time"][-1]["after"]
+print("«c_check»«colon»", bool(np.allclose([m, l, *o], [after["m"], after["l"], *after["o"]], rtol=1e-5, atol=1e-6)))"""),
+        (MD, "«walk:fused_halves»\n\n«halves_try»"),
+        (CODE, """half = (len(tokens) + 1) // 2   # «c_halves»
+m1, l1, o1 = take_in(range(half))
+m2, l2, o2 = take_in(range(half, len(tokens)))
+m12 = max(m1, m2)   # «c_merge»
+l12 = np.exp(m1 - m12) * l1 + np.exp(m2 - m12) * l2
+o12 = np.exp(m1 - m12) * o1 + np.exp(m2 - m12) * o2
+merged = fused["halves"]["merged"]
+print("m, ℓ =", m12, l12, "  o/ℓ =", o12 / l12)
+print("«c_check»«colon»", bool(np.allclose([m12, l12, *o12], [merged["m"], merged["l"], *merged["o"]], rtol=1e-5, atol=1e-6)))
+print("«c_one_pass»«colon»", bool(np.allclose([m12, l12, *o12], [m, l, *o], rtol=1e-5, atol=1e-6)))"""),
+        (MD, "## «fast_title»\n\n«fast»"),
+        (CODE, """info = ac.build_info()
 threads = info["threads"] if info["openmp"] else 1
 print(f"«c_fast_build»")
 print(f"CPU«colon_sp»{info['cpu']}«comma»{info['caches']}")
@@ -447,7 +553,40 @@ elif t_yours.max() < t_fused.min():
     print("«c_fast_yours_apart»")
 else:
     print("«c_fast_overlap»")"""),
-]
+    ],
+}
+
+
+def section_heading(section, lang, walk):
+    """A section's heading cell, as the walk gives it: its title (a step's with its formula), its note
+    (confusion 4's filled from the walk) and the lines of code it mirrors."""
+    text = walk["text"]
+    title = text[section["title"]] + (f" ${section['formula']}$" if section["formula"] and not section["aside"] else "")
+    parts = [f"## {title}"]
+    if section["note"]:
+        note = text[section["note"]]
+        if section["key"] == "confusion.4":
+            note = fill("«walk:confusion4_note|d_k|d_model|heads.d_model|heads.h»", lang, walk)
+        parts.append(note)
+    if section["markers"]:
+        phrases = PHRASES[lang]
+        parts.append(phrases["code"] + phrases["colon_sp"] + phrases["list_sep"].join(
+            f"`{m['file']}` [{m['name']}]" for m in section["markers"]))
+    return "\n\n".join(parts)
+
+
+def cells_of(walk, lang):
+    """[(type, source)] of the notebook for `lang`: the head, then every section of the walk, in order."""
+    out = [(kind, render(kind, template, lang, walk)) for kind, template in HEAD]
+    for section in walk["sections"]:
+        heading = section_heading(section, lang, walk)
+        rest = SECTIONS.get(section["key"], [])
+        more = [template for kind, template in rest if kind == MORE]
+        heading = "\n\n".join([heading] + [fill(t, lang, walk) for t in more])
+        out.append((MD, render(MD, heading, lang, walk, filled=True)))
+        out += [(kind, render(kind, template, lang, walk)) for kind, template in rest if kind != MORE]
+    return out
+
 
 MARKER = re.compile(r"«([^«»]+)»")
 
@@ -480,6 +619,8 @@ def fill(template, lang, walk, code=False):
     def replacement(name):
         if name == "lang":
             return lang
+        if name.startswith("section:"):  # a section's formula: «section:step.4»
+            return next(s["formula"] for s in walk["sections"] if s["key"] == name[len("section:"):])
         if name.startswith("walk:"):
             key, *fields = name[len("walk:"):].split("|")
             sentence = walk["text"][key]
@@ -505,18 +646,18 @@ def cell(kind, source, number):
     return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], **common}
 
 
-def render(kind, template, lang, walk):
+def render(kind, template, lang, walk, filled=False):
     if kind == MD:
         # The walk's notes follow a title on the terminal ("Step 1 · Input X: each row …"); here each starts
         # a paragraph, so its first letter is a capital.
-        paragraphs = fill(template, lang, walk).split("\n\n")
+        paragraphs = (template if filled else fill(template, lang, walk)).split("\n\n")
         return markdown_math("\n\n".join(p[:1].upper() + p[1:] for p in paragraphs))
     return fill(template, lang, walk, code=True)
 
 
 def notebook(lang, walk):
     """The notebook for `lang` as the text of its .ipynb file (nbformat 4.5, written as Jupyter writes it)."""
-    cells = [cell(kind, render(kind, template, lang, walk), k) for k, (kind, template) in enumerate(CELLS)]
+    cells = [cell(kind, source, k) for k, (kind, source) in enumerate(cells_of(walk, lang))]
     nb = {"cells": cells,
           "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                        "language_info": {"name": "python"}},

@@ -7,8 +7,8 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/worked_example.hpp"
 #include "check_close.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
 #include "reference.hpp"

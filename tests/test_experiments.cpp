@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/worked_example.hpp"
 #include "run_attn.hpp"
 
 namespace ex = attn::experiments;
@@ -108,7 +108,8 @@ TEST_CASE("exercise 3: score count and its memory grow with exponent exactly 2",
 }
 
 TEST_CASE("exercise 3 over runs: each n's median, and each run's exponent", "[experiments][exercise3]") {
-    const auto point = [](std::size_t n, double seconds) { return ex::GrowthPoint{n, n * n, 0, seconds}; };
+    // (each call ran all its time on a core: none waited)
+    const auto point = [](std::size_t n, double seconds) { return ex::GrowthPoint{n, n * n, 0, seconds, seconds}; };
     // three runs, times ∝ n², n^2.5 and n³ (exponents 2, 2.5, 3), and one run slowed at n = 20
     const std::vector<ex::GrowthRun> runs = {{point(10, 1), point(20, 4), point(40, 16)},
                                              {point(10, 1), point(20, std::pow(2, 2.5)), point(40, std::pow(4, 2.5))},
@@ -120,11 +121,41 @@ TEST_CASE("exercise 3 over runs: each n's median, and each run's exponent", "[ex
     CHECK(e.lowest == Approx(2.0));
     CHECK(e.median == Approx(2.5));
     CHECK(e.highest == Approx(3.0));
-    CHECK(ex::growth_verdict(e) == ex::GrowthVerdict::undecided);
+    CHECK(ex::growth_verdict(e, ex::Busy{}) == ex::GrowthVerdict::undecided);
+    // At n = 40 the runs took 16 to 64: with log n at ln 10, ln 20, ln 40, that n's leverage on a slope
+    // is ln 2 / (2·ln²2), so a 4× scatter alone could move an exponent by ln 4 / (2·ln 2) = 1.
+    const ex::Busy busy = ex::how_busy(runs);
+    CHECK((busy.n == 40 && busy.fastest == 16 && busy.slowest == 64));
+    CHECK(busy.exponent_shift == Approx(1.0));
+    CHECK(busy.waited == 0);
+    CHECK(ex::growth_verdict(e, busy) == ex::GrowthVerdict::too_busy);
     const auto measured = ex::growth_runs({16, 32}, attn::Backend::simd, 3);
     REQUIRE(measured.size() == 3);
-    for (const auto& run : measured) CHECK((run.size() == 2 && run[1].n == 32 && run[1].seconds > 0));
+    for (const auto& run : measured)
+        CHECK((run.size() == 2 && run[1].n == 32 && run[1].seconds > 0 && run[1].ran >= 0 &&
+               run[1].ran <= run[1].seconds));
     CHECK_THROWS_AS(ex::growth_runs({16}, attn::Backend::simd, 0), std::invalid_argument);
+}
+
+TEST_CASE("exercise 3: calls that waited for a core more than half their time make the machine too busy",
+          "[experiments][exercise3]") {
+    // Times ∝ n² in every run, the same in each (no scatter), but at n = 20 the calls ran for 0.3 of
+    // their time, 0.5 and 0.2 of it: the median run waited 70% of it.
+    const auto point = [](std::size_t n, double ran) {
+        return ex::GrowthPoint{n, n * n, 0, double(n * n), ran * n * n};
+    };
+    const std::vector<ex::GrowthRun> runs = {{point(10, 1), point(20, 0.3), point(40, 1)},
+                                             {point(10, 1), point(20, 0.5), point(40, 1)},
+                                             {point(10, 1), point(20, 0.2), point(40, 1)}};
+    const ex::Busy busy = ex::how_busy(runs);
+    CHECK(busy.exponent_shift == 0);
+    CHECK((busy.waited_n == 20 && busy.waited == Approx(0.7)));
+    const ex::ExponentSpread e = ex::time_exponents(runs);
+    CHECK(e.median == Approx(2.0));
+    CHECK(ex::growth_verdict(e, busy) == ex::GrowthVerdict::too_busy);
+    ex::Busy quiet = busy;
+    quiet.waited = 0.504;  // 50% as printed: half the time is not more than half
+    CHECK(ex::growth_verdict(e, quiet) == ex::GrowthVerdict::close_to_2);
 }
 
 TEST_CASE("exercise 5: o₁ − v₁ equals Σ_{j≠1} α₁ⱼ·(v_j − v₁) within 1e-6", "[experiments][exercise5]") {

@@ -208,6 +208,32 @@ TEST_CASE("CSV files: numbers, spaces, CRLF, header, and what is refused", "[io]
     CHECK_THAT(csv_error_of("1,,2\n"), Contains("value 2 is not a number"));
 }
 
+TEST_CASE("typed cells: read as CSV values once full-width forms and typographic minus signs are ASCII",
+          "[io][cells]") {
+    const Matrix m = attn::parse_cells({{" 1.5", "−0.2", "－0.2"}, {"１．５", "2e3", "‐7"}}, "X");
+    CHECK(m == Matrix{{1.5f, -0.2f, -0.2f}, {1.5f, 2000.0f, -7.0f}});
+    // where each refused cell is, what is wrong with it, and the cell as typed
+    const auto refused = [](const std::string& typed) {
+        try {
+            attn::parse_cells({{"0", "0"}, {"0", typed}}, "W_Q");
+        } catch (const attn::CellError& e) {
+            CHECK((e.file == "W_Q" && e.row == 2 && e.column == 2));
+            return attn::to_string(e.problem) + " " + e.text + ": " + e.what();
+        }
+        return std::string("accepted");
+    };
+    CHECK(refused("") == "empty : W_Q: row 2, column 2 is empty");
+    CHECK(refused("   ") == "empty : W_Q: row 2, column 2 is empty");
+    CHECK_THAT(refused("1,5"), Contains("decimal_comma 1,5: W_Q: row 2, column 2 ('1,5') is not a number: a comma"));
+    CHECK_THAT(refused("1，5"), Contains("decimal_comma 1，5:"));
+    CHECK(refused("abc") == "not_a_number abc: W_Q: row 2, column 2 ('abc') is not a number");
+    CHECK_THAT(refused("1e40"), Contains("beyond_float32 1e40: W_Q: row 2, column 2 ('1e40') is outside the range"));
+    CHECK(refused("−inf") == "infinite −inf: W_Q: row 2, column 2 ('−inf') is infinite");
+    CHECK(refused("nan") == "nan nan: W_Q: row 2, column 2 ('nan') is NaN");
+    CHECK_THROWS_WITH(attn::parse_cells({{"1", "2"}, {"3"}}, "X"), Contains("X: row 2 has 1 values, row 1 has 2"));
+    CHECK_THROWS_WITH(attn::parse_cells({}, "X"), Contains("X: no values"));
+}
+
 TEST_CASE("read_matrix names missing files and unknown extensions", "[io][errors]") {
     CHECK_THROWS_WITH(attn::read_matrix("/nonexistent/q.npy"), Contains("/nonexistent/q.npy: cannot open"));
     CHECK_THROWS_WITH(attn::read_matrix("/nonexistent/q.csv"), Contains("/nonexistent/q.csv: cannot open"));

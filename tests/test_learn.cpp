@@ -7,8 +7,8 @@
 #include <numeric>
 #include <vector>
 
-#include "attention/learn.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/learn.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/ops.hpp"
 
 using attn::Backend;

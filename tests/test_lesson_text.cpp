@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "attention/attention.hpp"
-#include "attention/experiments.hpp"
-#include "attention/worked_example.hpp"
+#include "lesson/experiments.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/print.hpp"
@@ -25,13 +25,11 @@ namespace {
 const char* const scales[] = {"sqrt", "dk", "none"};
 
 // The step-4 note of each scale, by a phrase only that note has.
-const char* const scale_notes[] = {"brings it back to 1", "dividing by d_k instead", "unscaled, Var(S_ij) = d_k"};
+const char* const scale_notes[] = {"brings it back to 1", "dividing by d_k instead",
+                                   "unscaled scores have Var(S_ij) = d_k"};
 
-std::string number(float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", double(v));
-    return buf;
-}
+// A float as the JSON writes it: the shortest decimal that reads back to it.
+std::string number(float v) { return attn::shortest_decimal(v); }
 
 }  // namespace
 
@@ -154,7 +152,8 @@ TEST_CASE("the confusions' helpers: Q·K refused unless n = d_k, columns sum to 
     CHECK_THROWS_AS(ex::head_width(512, 3), std::invalid_argument);
 }
 
-TEST_CASE("walk --format json holds the library's numbers at full precision", "[cli][walk][lesson]") {
+TEST_CASE("walk --format json holds the library's numbers, each the shortest decimal of its float",
+          "[cli][walk][lesson]") {
     for (bool causal : {false, true}) {
         const RunResult r = run_attn(std::string("walk --format json --scale dk") + (causal ? " --causal" : ""));
         REQUIRE(r.status == 0);
@@ -169,9 +168,12 @@ TEST_CASE("walk --format json holds the library's numbers at full precision", "[
                 CHECK(at != std::string::npos);
             }
         }
+        // the masked scores above the diagonal; nothing else of the chain is infinite (the fused walk's
+        // part starts from m = −∞ before its first key)
+        const std::string chain = r.out.substr(0, r.out.find("\"fused\""));
         std::size_t infinities = 0;
-        for (std::size_t at = 0; (at = r.out.find("\"-inf\"", at)) != std::string::npos; ++at) ++infinities;
-        CHECK(infinities == (causal ? 3u : 0u));  // the masked scores above the diagonal; nothing else is infinite
+        for (std::size_t at = 0; (at = chain.find("\"-inf\"", at)) != std::string::npos; ++at) ++infinities;
+        CHECK(infinities == (causal ? 3u : 0u));
     }
     CHECK(run_attn("walk --format yaml").status == 2);
 }
@@ -231,7 +233,12 @@ TEST_CASE("Chinese output: full-width punctuation after Chinese text, no English
             if (line.compare(k, 3, "）") == 0) --inside_full_width;
             const char c = line[k];
             inside_half_width += c == '(' ? 1 : c == ')' ? -1 : 0;
-            if ((c == ':' || c == ',' || c == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80)
+            // (a formula's comma after a subscript, "max(m₁, m₂)", is the formula's own)
+            const bool after_subscript = k >= 3 && line.compare(k - 3, 2, "\xE2\x82") == 0 &&
+                                         static_cast<unsigned char>(line[k - 1]) >= 0x80 &&
+                                         static_cast<unsigned char>(line[k - 1]) <= 0x89;
+            if ((c == ':' || c == ',' || c == ';') && static_cast<unsigned char>(line[k - 1]) >= 0x80 &&
+                !after_subscript)
                 return std::string("half-width '") + c + "' after a multi-byte character";
             if (c == ',' && inside_full_width > 0 && inside_half_width == 0)
                 return "half-width ',' inside full-width parentheses";
@@ -265,7 +272,7 @@ TEST_CASE("Chinese output: full-width punctuation after Chinese text, no English
             CHECK(problem(line) == "");
         }
         if (args.rfind("walk", 0) == 0 && args.find("--help") == std::string::npos)  // a token follows 属于 directly
-            CHECK_THAT(r.out, Contains("否，该行最大的分数属于地毯（S₂₃ = ") && !Contains("属于 "));
+            CHECK_THAT(r.out, Contains("否，该行最大的分数在“地毯”这一列（S₂₃ = ") && !Contains("属于"));
         if (args.find("--help") == std::string::npos)  // (a help text names the options, in English)
             CHECK_THAT(r.out, !Contains("backend ") && !Contains("max =") && !Contains("的对数") &&
                                   !Contains("Step ") && !Contains("the "));
@@ -375,11 +382,13 @@ TEST_CASE("the pages' sentences are the walk's own: printed by it, formulas mark
         for (const std::string scale : scales) {
             const std::string options = " --lang " + lang + " --scale " + scale;
             const RunResult json = run_attn("walk --format json" + options);
-            const RunResult text = run_attn("walk --color always --causal" + options);
+            const RunResult masked = run_attn("walk --color always --causal" + options),
+                            unmasked = run_attn("walk --color always" + options);
             REQUIRE(json.status == 0);
-            REQUIRE(text.status == 0);
+            REQUIRE((masked.status == 0 && unmasked.status == 0));
+            const std::string printed = masked.out + unmasked.out;
             const auto sentences = walk_sentences(json.out);
-            CHECK(sentences.size() == 47);
+            CHECK(sentences.size() == 66);
             for (const auto& [key, sentence] : sentences) {
                 INFO(lang << " " << scale << " " << key << ": " << sentence);
                 CHECK(std::count(sentence.begin(), sentence.end(), '$') % 2 == 0);
@@ -395,12 +404,16 @@ TEST_CASE("the pages' sentences are the walk's own: printed by it, formulas mark
                         words.erase(at, prose.size());
                 for (const char* piece : {"_", "·", "ᵀ", "√", "Σ", "‖", "∞", "²", "₁", "θ"})
                     CHECK(words.find(piece) == std::string::npos);
-                // The terminal says it too (the lesson's d_k = 3 and d_model = 4, then confusion 4's
-                // d_model = 512 and h = 8 filled in; the heat map's caption needs colours on). Only the
-                // sentence for n ≠ d_k, which the pages' editable example needs, is never reached by the
-                // lesson's example.
+                // The terminal says it too, every piece between its {} (the heat map's caption needs
+                // colours on; o₁ written out once more is said without the mask, the last row's mix
+                // with it). Only the sentence for n ≠ d_k, which the pages' editable example needs,
+                // is never reached by the lesson's example.
                 if (key == "transpose_refused") continue;
-                CHECK_THAT(text.out, Contains(as_printed(sentence, {"3", "4", "512", "8"})));
+                const std::string said = as_printed(sentence);
+                for (std::size_t from = 0, to; from <= said.size(); from = to + 2) {
+                    to = std::min(said.find("{}", from), said.size());
+                    if (to > from) CHECK_THAT(printed, Contains(said.substr(from, to - from)));
+                }
             }
         }
     }
@@ -409,7 +422,7 @@ TEST_CASE("the pages' sentences are the walk's own: printed by it, formulas mark
 // Step 4's main reason, as the lesson gives it: the scaling is needed for numerical stability, since
 // unscaled scores make the softmax nearly one-hot and its gradients vanish; said at step 4 itself,
 // in both languages, with the exercise that shows it. And step 5 says what the softmax does to each
-// entry (exponentiate, divide by the row's sum), which "made positive" did not.
+// row (exponentiate, divide the row's exponentials by their sum), which "made positive" did not.
 TEST_CASE("walk: step 4 gives the scaling's main reason, step 5 the softmax in words", "[cli][walk][lesson]") {
     for (const bool zh : {false, true}) {
         const RunResult r = run_attn(zh ? "walk --lang zh" : "walk");
@@ -426,8 +439,8 @@ TEST_CASE("walk: step 4 gives the scaling's main reason, step 5 the softmax in w
             INFO(phrase);
             CHECK_THAT(at4, Contains(phrase));
         }
-        CHECK_THAT(at5, Contains(zh ? "每个分数取指数，再除以该行所有指数之和"
-                                    : "each entry is exponentiated and divided by its row's sum"));
+        CHECK_THAT(at5, Contains(zh ? "每个缩放后的分数取指数，再除以该行所有指数之和"
+                                    : "each row's exponentials are divided by their sum"));
         CHECK_THAT(r.out, !Contains("made positive"));
     }
     // under the other scales, the same consequence is what their notes point at

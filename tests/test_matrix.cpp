@@ -159,6 +159,19 @@ TEST_CASE("numbers print with fixed precision, infinities by name, no negative z
     CHECK(attn::format_number(-std::numeric_limits<float>::infinity(), 4) == "-inf");
 }
 
+TEST_CASE("a number for a table: the decimals the float holds, or its shortest decimal", "[print]") {
+    CHECK(attn::table_number(0.2f, 4) == "0.2000");  // the float is 0.2000000030: 4 decimals are its own
+    CHECK(attn::table_number(0.48384625f, 4) == "0.4838");
+    CHECK(attn::table_number(12345.678f, 4) == "12345.678");  // spacing 0.00098: no fourth decimal
+    CHECK(attn::table_number(99999.99f, 4) == "99999.99");    // spacing 0.0078
+    CHECK(attn::table_number(-0.00001f, 4) == "-1e-05");      // below 0.001: the shortest decimal
+    CHECK(attn::table_number(-0.0004f, 4) == "-0.0004");
+    CHECK(attn::table_number(-0.0f, 4) == "0.0000");  // no sign on 0
+    CHECK(attn::table_number(3e19f, 4) == "3e+19");   // beyond 1e5: the shortest decimal
+    CHECK(attn::table_number(-2.5e-7f, 4) == "-2.5e-07");
+    CHECK(attn::table_number(std::numeric_limits<float>::infinity(), 4) == "inf");
+}
+
 TEST_CASE("printed rows line up when labels mix CJK and ASCII", "[print]") {
     attn::PrintOptions p;
     p.precision = 2;

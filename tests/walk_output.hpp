@@ -10,6 +10,15 @@
 
 #include "matrix/matrix.hpp"
 
+// Whether a printed line is a row of a matrix: numbers between brackets ("[ 0.4838 … ]", "-inf" and
+// "nan" among them), not a line naming code markers ("code: attention/attention.cpp [step 3]").
+inline bool is_matrix_row(const std::string& line) {
+    const auto open = line.find('['), close = line.find(']');
+    if (open == std::string::npos || close == std::string::npos) return false;
+    const auto first = line.find_first_not_of(' ', open + 1);
+    return first < close && std::string("-0123456789in").find(line[first]) != std::string::npos;
+}
+
 // The numbers of the bracketed matrix printed after the first line containing `heading`.
 inline std::vector<std::vector<float>> matrix_after(const std::string& text, const std::string& heading) {
     std::istringstream in(text.substr(text.find(heading)));
@@ -19,7 +28,7 @@ inline std::vector<std::vector<float>> matrix_after(const std::string& text, con
     bool started = false;
     while (std::getline(in, line)) {
         const auto open = line.find('['), close = line.find(']');
-        if (open == std::string::npos || close == std::string::npos) {
+        if (!is_matrix_row(line)) {
             if (started) break;
             continue;
         }

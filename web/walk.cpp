@@ -1,13 +1,13 @@
 // web/walk.cpp — `attn walk --format json` as one WebAssembly call, for the pages' live worked
-// example (built by cross/wasm32-emscripten.ini; docs/lesson-03.md): the page passes X, W_Q, W_K and
-// W_V as CSV text, the scale and the mask, and gets back the JSON the pages are drawn from, computed
-// and written by lesson/ (naive backend) as for `attn walk`. Bad input gets what it gets from
-// `attn run`: the CSV reader's or the library's message, here as {"error": "…"}, and for a refused
-// value also {"cell": {"matrix", "row", "column", "problem", "text"}}, so that the page marks the
-// cell and words the problem in its own language without reading the message.
+// example (built by cross/wasm32-emscripten.ini; docs/lesson-03.md). The page passes what the reader
+// typed, cell by cell, as it stands in the editor: {X, W_Q, W_K, W_V: arrays of rows of strings,
+// tokens: strings}; each matrix is read by the library's reader of typed cells (io/io.hpp,
+// parse_cells), the walk is computed and written by lesson/ (naive backend) as for `attn walk`, and
+// what is refused comes back as lesson/json.hpp's refusal. tableNumber() is the library's rule for a
+// number in a table (matrix/print.hpp), so that the page writes each number as the library does.
 #include <emscripten/bind.h>
+#include <emscripten/val.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,47 +15,49 @@
 #include "io/io.hpp"
 #include "lesson/json.hpp"
 #include "lesson/walk.hpp"
+#include "matrix/print.hpp"
 
 namespace attn::web {
 
-using lesson::json_string;
-
 namespace {
 
-// "猫\n坐\n地毯" → one label per line.
-std::vector<std::string> lines(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
+using emscripten::val;
+
+std::vector<std::string> strings(const val& list) { return emscripten::vecFromJSArray<std::string>(list); }
+
+// state[name] (rows of strings, as typed) as the library reads them.
+Matrix matrix(const val& state, const char* name) {
+    std::vector<std::vector<std::string>> cells;
+    const val rows = state[name];
+    for (unsigned i = 0, n = rows["length"].as<unsigned>(); i < n; ++i) cells.push_back(strings(rows[i]));
+    return parse_cells(cells, name);
+}
+
+Scale scale_named(const std::string& name) {
+    return name == "dk" ? Scale::dk : name == "none" ? Scale::none : Scale::sqrt_dk;
 }
 
 }  // namespace
 
-// scale: "sqrt", "dk" or "none"; tokens: one label per row of X.
-std::string walk(const std::string& x, const std::string& w_q, const std::string& w_k, const std::string& w_v,
-                 const std::string& scale, bool causal, const std::string& tokens) {
+// scale: "sqrt", "dk" or "none".
+std::string walk(const val& state, const std::string& scale, bool causal) {
     try {
-        const Matrix X = parse_csv(x, "X");
-        SingleHeadAttention layer(parse_csv(w_q, "W_Q"), parse_csv(w_k, "W_K"), parse_csv(w_v, "W_V"));
-        const AttentionOptions options{.causal = causal,
-                                       .scale = scale == "dk"     ? Scale::dk
-                                                : scale == "none" ? Scale::none
-                                                                  : Scale::sqrt_dk,
-                                       .backend = Backend::naive};
-        std::vector<std::string> labels = lines(tokens);
-        labels.resize(X.rows());
-        return lesson::walk_json(lesson::forward_walk(layer, X, options), labels);
-    } catch (const CellError& e) {  // where the refused value is and what is wrong with it, for the page
-        return "{\"error\": " + json_string(e.what()) + ", \"cell\": {\"matrix\": " + json_string(e.file) +
-               ", \"row\": " + std::to_string(e.row) + ", \"column\": " + std::to_string(e.column) +
-               ", \"problem\": " + json_string(to_string(e.problem)) + ", \"text\": " + json_string(printable(e.text)) +
-               "}}\n";
+        const Matrix X = matrix(state, "X");
+        const SingleHeadAttention layer(matrix(state, "W_Q"), matrix(state, "W_K"), matrix(state, "W_V"));
+        std::vector<std::string> tokens = strings(state["tokens"]);
+        tokens.resize(X.rows());
+        const AttentionOptions options{.causal = causal, .scale = scale_named(scale), .backend = Backend::naive};
+        return lesson::walk_json(lesson::forward_walk(layer, X, options), tokens);
     } catch (const std::exception& e) {
-        return "{\"error\": " + json_string(e.what()) + "}\n";
+        return lesson::refusal_json(e);
     }
 }
 
+std::string table_number_of(float value) { return table_number(value, 4); }
+
 }  // namespace attn::web
 
-EMSCRIPTEN_BINDINGS(attention_cpp) { emscripten::function("walk", &attn::web::walk); }
+EMSCRIPTEN_BINDINGS(attention_cpp) {
+    emscripten::function("walk", &attn::web::walk);
+    emscripten::function("tableNumber", &attn::web::table_number_of);
+}

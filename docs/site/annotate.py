@@ -40,16 +40,18 @@ ORDER = ["attention/attention.hpp", "attention/options.hpp", "attention/attentio
          "attention/guards.cpp", "attention/trace.cpp",                                              # 1
          "matrix/ops.hpp", "matrix/ops.cpp",                                                         # 2
          "matrix/matrix.hpp", "matrix/matrix.cpp",                                                   # 3
-         "attention/worked_example.hpp", "lesson/walk.hpp", "lesson/walk.cpp", "lesson/sentences.hpp",
-         "lesson/sentences.cpp", "cli/walk.hpp", "cli/walk.cpp",                                     # 4
+         "lesson/worked_example.hpp", "lesson/walk.hpp", "lesson/walk.cpp", "lesson/sections.hpp",
+         "lesson/sections.cpp", "lesson/sentences.hpp", "lesson/sentences.cpp", "cli/walk.hpp",
+         "cli/walk.cpp",                                                                             # 4
          "simd/simd.hpp", "simd/batch.hpp", "simd/vector_ops.cpp", "simd/gemm.cpp", "simd/microkernel.hpp",
          "simd/packing.hpp", "simd/blocking.hpp", "simd/blocking.cpp", "simd/dispatch.cpp", "simd/kernels.hpp",
          "simd/kernel_table.cpp", "simd/exp.hpp", "simd/softmax.cpp", "simd/mask.cpp", "simd/fused.cpp",
+         "lesson/fused_walk.hpp", "lesson/fused_walk.cpp", "cli/walk_fused.hpp", "cli/walk_fused.cpp",
          "simd/bf16.hpp", "attention/backends.hpp", "attention/backends.cpp",                        # 6
          "attention/backward.cpp", "lesson/walk_grad.cpp", "cli/walk_grad.hpp", "cli/walk_grad.cpp",
-         "simd/fused_backward.cpp", "attention/learn.hpp", "attention/learn.cpp",                    # 7
+         "simd/fused_backward.cpp", "lesson/learn.hpp", "lesson/learn.cpp",                    # 7
          "attention/heads.hpp", "attention/heads.cpp",                                               # 8
-         "attention/experiments.hpp", "attention/experiments.cpp",                                   # 9
+         "lesson/experiments.hpp", "lesson/experiments.cpp",                                   # 9
          "matrix/size.hpp", "matrix/size.cpp", "io/io.hpp", "io/npy.cpp", "io/csv.cpp", "io/files.cpp",  # 10
          "lesson/json.hpp", "lesson/json.cpp", "lesson/json_text.cpp", "web/walk.cpp", "web/learn.cpp",  # 11
          "python/attention_cpp.cpp"]                                                                 # 12
@@ -290,7 +292,7 @@ def main():
         (out / page_name(f)).write_text(source_page(f, nav, formatter), encoding="utf-8")
     for md in PAGES:
         lang = "zh" if PAGES[md][2] == "zh-CN" else "en"
-        extras = {"diagram": flow_diagram(lang, link), "worked-example": worked_example(args.attn, lang, live)} if md.startswith("lesson") else {}
+        extras = {"diagram": flow_diagram(lang, link), "worked-example": worked_example(args.attn, lang, link, live)} if md.startswith("lesson") else {}
         name, page = markdown_page(md, nav, marker_pages, extras)
         (out / name).write_text(page, encoding="utf-8")
     print(f"wrote {len(files) + len(PAGES)} pages to {out}/ (open index.html)"

@@ -25,16 +25,18 @@ docs/site/docs_layout_check.js at 1400×1100 and reads the report it leaves in t
     editable, or, edited as a reader would (docs/site/docs_live_check.js), shows an S that is not
     X·W_Q·(X·W_K)ᵀ, an α or O that is not what `attn run` prints for the same matrices, a fourth
     causal token with a nonzero upper triangle, a non-number not marked and named (or anything else
-    changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317; then, with
+    changed meanwhile), or a reset that does not bring back α₁ = 0.4838, 0.2844, 0.2317; a fused walk
+    (steps 3–6 key by key) whose O is not attn run's, or whose merged halves are not its one-pass state;
+    then, with
     3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters, 1,5, −0.2, －0.2 and 0.5 typed into W_Q₁₁ one
     after the other, a state that shows numbers other than `attn run`'s α and O for what is typed,
     unless `attn run` refuses it and the page marks that cell, names the problem in its language and
-    marks the tables as not current; a number with more significant digits than a float32 holds;
+    marks the tables as not current (the fused walk's O and merge checked for each accepted value too); a number with more significant digits than a float32 holds;
     3e19 and the scores it gives not shown as the shortest decimal that reads back to their float32;
     1,5 not named as a decimal comma in the page's words; −0.2 (the sign the page prints) or －0.2
     not read as -0.2; or any script error meanwhile. After training, the step count, the loss and α
     must be `attn learn`'s (its defaults are the page's). Screenshots of the overflowed (3e19), the
-    refused (1e40) and the decimal-comma (1,5) states are saved beside the pages'. Without it, the example must be the
+    refused (1e40) and the decimal-comma (1,5) states, and of the fused walk, are saved beside the pages'. Without it, the example must be the
     precomputed one. That check runs on Chromium's real clock (DevTools
     pipe) and prints how long the first render and each recomputation took, and the module's size.
 
@@ -202,6 +204,7 @@ def typed_checks(check, name, typed, attn, tolerance):
                   and close(state["alpha"], alpha, tolerance) and close(state["O"], O, tolerance)
                   and "undefined" not in state["tables"],
                   f"{what}: accepted by attn run, and the page shows its α and O, current ({state['alpha']})")
+            fused_checks(check, what, state["fused"], O, tolerance)
         else:
             words = state["message"]
             in_language = re.search(r"[\u4e00-\u9fff]", words) and "is not a number" not in words if zh else bool(words)
@@ -209,6 +212,19 @@ def typed_checks(check, name, typed, attn, tolerance):
                   and state["note"].endswith(words) and len(state["note"]) > len(words),
                   f"{what}: refused by attn run; the page marks the cell, says why ({words!r}) and marks the tables "
                   f"as not current ({state['note'][:60]!r}…)")
+
+
+def fused_checks(check, what, fused, O, tolerance):
+    """The fused walk drawn for the input shown: O taken key by key is attn run's O, and the merge of the
+    two halves is the state after the last key of the single pass (m, ℓ and o alike)."""
+    check(close(fused["O"], O, tolerance), f"{what}: the fused walk's O, key by key, is attn run's ({fused['O'][:1]} …)")
+    last, merged = fused["steps"][-1] if fused["steps"] else [], fused["halves"][-1] if fused["halves"] else []
+    # a step's cells: its scores, m, e^(m_old − m), ℓ, o…, o/ℓ…; the merge's: m, its factor (1), ℓ, o…
+    d_v = len(fused["O"][0]) if fused["O"] else 0
+    one_pass = [last[1], last[3], *last[4:4 + d_v]] if len(last) >= 4 + d_v else []
+    merge = [merged[0], merged[2], *merged[3:]] if len(merged) >= 3 else []
+    check(one_pass and len(merge) == len(one_pass) and close([merge], [[float(v) for v in one_pass]], tolerance),
+          f"{what}: the fused walk's merged halves are its one-pass state (m, ℓ, o: {merge} and {one_pass})")
 
 
 def training_checks(check, name, r, attn, tolerance):
@@ -257,7 +273,7 @@ def training_checks(check, name, r, attn, tolerance):
 def live_screenshots(profile, out, name, shots, timeout=60):
     """Screenshots of the editable example in states a reader can reach: an overflow the chain computes
     (3e19 in W_Q₁₁: S_ij near 10¹⁹ and ∞ in the W_K = W_Q demo), a refused cell (1e40), a decimal
-    comma (1,5), and after
+    comma (1,5), the fused walk of the lesson's example (its steps, its halves), and after
     training (the loss curve and weights reached; α with the wanted cells outlined)."""
     browser = DevTools(profile, (out / name).as_uri())
     saved = []
@@ -271,6 +287,15 @@ def live_screenshots(profile, out, name, shots, timeout=60):
         for state, value, target in (("overflowed", "3e19", '.variant .mat[data-name="S"]'),
                                      ("refused", "1e40", ".editor .error"), ("comma", "1,5", ".editor .error")):
             browser.evaluate(tab, f"({typing})({json.dumps(value)}, {json.dumps(target)})")
+            time.sleep(0.3)
+            shot = shots / f"{name.removesuffix('.html')}-{state}.png"
+            shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", tab)["data"]))
+            saved.append(shot)
+        # the fused walk of the lesson's example: its steps key by key, then its halves and their merge
+        browser.evaluate(tab, "document.querySelector('.editor button[data-action=\"reset\"]').click() || true")
+        for state, target in (("fused", '.variant .mat[data-name="fused_keys"]'),
+                              ("fused-halves", '.variant .mat[data-name="fused_halves"]')):
+            browser.evaluate(tab, f"document.querySelector({json.dumps(target)}).scrollIntoView() || true")
             time.sleep(0.3)
             shot = shots / f"{name.removesuffix('.html')}-{state}.png"
             shot.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", tab)["data"]))
@@ -429,6 +454,7 @@ def live_checks(check, profile, out, name, attn):
     check(close(e["S"], (X @ WQ) @ (X @ WK).T, tolerance), f"{name}: after editing X₁₂ and W_Q,21 the page's S equals X·W_Q·(X·W_K)ᵀ")
     O, alpha = attn_run(attn, e["inputs"])
     check(close(e["alpha"], alpha, tolerance) and close(e["O"], O, tolerance), f"{name}: … and its α and O equal attn run's")
+    fused_checks(check, f"{name}: after editing X₁₂ and W_Q,21", e["fused"], O, tolerance)
     c = r["causal"]
     upper = [c["alpha"][i][j] for i in range(len(c["alpha"])) for j in range(i + 1, len(c["alpha"]))]
     check(c["causal"] == "1" and len(c["alpha"]) == 4 and all(v == "0.0000" for v in upper),

@@ -33,7 +33,8 @@ TEXT = {
         "choose": "Choose the scaling and the mask:",
         "scale": "scaling", "mask": "mask", "no_mask": "none", "causal": "causal",
         "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$ (the lesson)", "dk": r"$\div d_k$", "none": "none"},
-        "colon": ": ", "semicolon": "; ", "comma": ", ", "space": " ",
+        "colon": ": ", "semicolon": "; ", "comma": ", ", "space": " ", "list_separator": ", ", "open": " (", "close": ")",
+        "code": "code",
         "noscript": "The tables of this example need JavaScript; <code>attn walk</code> prints the same numbers.",
         "live_intro": "Change any number, a token's name, the number of tokens or $d_k$ and $d_v$: every table "
                       "below is computed again by the WebAssembly build of the chain — the same C++ as "
@@ -66,8 +67,8 @@ TEXT = {
         # "cell"; "empty" and "decimal_comma" are told apart by the page)
         "cell_problems": {
             "not_a_number": "{}, row {}, column {}: “{}” is not a number",
-            "decimal_comma": "{}, row {}, column {}: “{}” is not a number; a comma separates values here, "
-                             "so write the decimal point as “.”",
+            "decimal_comma": "{}, row {}, column {}: “{}” is not a number; write the decimal point as “.”, "
+                             "not as a comma",
             "empty": "{}, row {}, column {} is empty",
             "beyond_float32": "{}, row {}, column {}: “{}” is beyond float32 (at most ±3.4e38)",
             "infinite": "{}, row {}, column {}: “{}” is infinite",
@@ -76,15 +77,16 @@ TEXT = {
     },
     "zh": {
         "diagram_title": "计算链，每个箭头上标出流经数据的形状（点击某一步可跳到对应代码）",
-        "names": {"X": "输入", "Q": "Query", "K": "Key", "V": "Value", "S": "分数", "S'": "缩放后",
-                  "α": "权重", "O": "输出", "mask": "因果掩码（可选）"},
+        "names": {"X": "输入", "Q": "Query", "K": "Key", "V": "Value", "S": "注意力分数", "S'": "缩放后的分数",
+                  "α": "注意力权重", "O": "输出", "mask": "因果掩码（可选）"},
         "heading": "示例的计算结果（由 attn 算出）",
         "intro": "下面的每个数都由 <code>attn walk --format json</code> 在生成本页时输出，因此不会与代码不一致；"
                  "关于这些数的每句说明也来自同一份输出。",
         "choose": "选择缩放方式与掩码：",
         "scale": "缩放", "mask": "掩码", "no_mask": "无", "causal": "因果",
         "scale_labels": {"sqrt": r"$\div\sqrt{d_k}$（课程所用）", "dk": r"$\div d_k$", "none": "不缩放"},
-        "colon": "：", "semicolon": "；", "comma": "，", "space": "",
+        "colon": "：", "semicolon": "；", "comma": "，", "space": "", "list_separator": "、", "open": "（", "close": "）",
+        "code": "代码",
         "noscript": "这个示例的表格需要 JavaScript 才能显示；<code>attn walk</code> 会打印同样的数值。",
         "live_intro": "可以修改任意一个数、词的名称、词的个数以及 $d_k$ 和 $d_v$：下面每张表都会由这条计算链的 "
                       "WebAssembly 版本重新算出，它与 <code>attn walk</code> 是同一份 C++ 代码。不是数字或超出 "
@@ -92,7 +94,7 @@ TEXT = {
                       "结果。负号写成 - 或 − 都可以。",
         "edited_note": "现在用的是你输入的数，不再是课程里的；下面每张表都由它们算出。",
         "tokens": "词数", "token": "词", "reset": "恢复课程中的示例",
-        "train_intro": "也可以看看相关性是怎样学出来的：点击「训练」后，$W_Q$ 和 $W_K$ 会换成很小的随机权重"
+        "train_intro": "也可以看看相关性是怎样学出来的：点击“训练”后，$W_Q$ 和 $W_K$ 会换成很小的随机权重"
                        "（α 的每一行都接近均匀分布），再在 <code>attn learn</code> 的任务上训练这两个矩阵，维度与课程相同："
                        "$d_k = {}$，$d_v = {}$。每个词的目标是它应当关注的那个词的 Value 向量 $v$（猫关注坐、"
                        "坐关注猫、地毯关注坐；α 中这些格子带有边框）。$W_V$ 保持不变，所以损失要下降，只能让 α "
@@ -109,12 +111,12 @@ TEXT = {
         "render_failed": "无法显示这个结果",
         "refused": "计算链拒绝了这组输入",
         "cell_problems": {
-            "not_a_number": "{}：第 {} 行第 {} 列的「{}」不是数字",
-            "decimal_comma": "{}：第 {} 行第 {} 列的「{}」不是数字：这里的逗号用来分隔数值，小数点请写成「.」",
+            "not_a_number": "{}：第 {} 行第 {} 列的“{}”不是数字",
+            "decimal_comma": "{}：第 {} 行第 {} 列的“{}”不是数字：小数点请写成“.”，不要写成逗号",
             "empty": "{}：第 {} 行第 {} 列为空",
-            "beyond_float32": "{}：第 {} 行第 {} 列的「{}」超出 float32 的范围（最大 ±3.4e38）",
-            "infinite": "{}：第 {} 行第 {} 列的「{}」是无穷大",
-            "nan": "{}：第 {} 行第 {} 列的「{}」是 NaN（非数值）",
+            "beyond_float32": "{}：第 {} 行第 {} 列的“{}”超出 float32 的范围（最大 ±3.4e38）",
+            "infinite": "{}：第 {} 行第 {} 列的“{}”是无穷大",
+            "nan": "{}：第 {} 行第 {} 列的“{}”是 NaN（非数值）",
         },
     },
 }
@@ -185,18 +187,24 @@ def diagram_svg(lang, link, standalone=False):
 
 # ---- the numbers --------------------------------------------------------------------------------
 
-def walk_json(attn, lang, scale, causal):
-    """One variant's numbers, with the program's sentences typeset for the page (docs_math)."""
+def walk_json(attn, lang, scale, causal, link):
+    """One variant's numbers, with the program's sentences and its sections' formulas typeset for the
+    page (docs_math), and each section's markers linked to their lines (`link(marker)`)."""
     args = [attn, "walk", "--format", "json", "--lang", lang, "--scale", scale] + (["--causal"] if causal else [])
     variant = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     variant["text"] = {key: sentence_html(sentence) for key, sentence in variant["text"].items()}
+    for section in variant["sections"]:
+        section["formula_html"] = sentence_html(f"${section['formula']}$") if section["formula"] else ""
+        for marker in section["markers"]:
+            marker["href"] = link(marker["name"])
     return variant
 
 
-def worked_example(attn, lang, live=False):
-    """The section the page shows: the scale and mask switch, the six variants' numbers and sentences as
-    JSON, and docs/site/worked_example.js, which lays them out (and, with `live`, loads attn_walk.js and
-    makes the example editable). Without script, a line says where the same numbers are."""
+def worked_example(attn, lang, link, live=False):
+    """The section the page shows: the scale and mask switch, the six variants' numbers, sentences and
+    sections as JSON, and docs/site/worked_example.js, which lays them out (and, with `live`, loads
+    attn_walk.js and makes the example editable); `link(marker)` is the href of a marker's line.
+    Without script, a line says where the same numbers are."""
     t = TEXT[lang]
     radios = (f'<span>{t["scale"]}{t["colon"]}</span>' + "".join(
         f'<label><input type="radio" name="scale-{lang}" value="{s}"{" checked" if s == "sqrt" else ""}> '
@@ -204,7 +212,7 @@ def worked_example(attn, lang, live=False):
         + f'<span>{t["mask"]}{t["colon"]}</span>' + "".join(
         f'<label><input type="radio" name="causal-{lang}" value="{c}"{" checked" if c == 0 else ""}> {label}</label>'
         for c, label in ((0, t["no_mask"]), (1, t["causal"]))))
-    variants = {f"{scale}-{causal}": walk_json(attn, lang, scale, causal) for scale in SCALES for causal in (0, 1)}
+    variants = {f"{scale}-{causal}": walk_json(attn, lang, scale, causal, link) for scale in SCALES for causal in (0, 1)}
     data = json.dumps({"text": t, "variants": variants}, ensure_ascii=False).replace("</", "<\\/")
     intro = t["space"].join((t["intro"], variants["sqrt-0"]["text"]["indices"], t["choose"]))
     return (f'<section id="worked-example" class="worked"><h2>{t["heading"]}</h2><p>{intro}</p>'

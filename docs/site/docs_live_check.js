@@ -2,15 +2,16 @@
 // the page's worked example is editable (attn_walk.js beside it). It edits the example the way a
 // reader would and leaves what it saw in <pre id="live-report"> as JSON; the Python side compares
 // the numbers with `attn run` and NumPy. Steps:
-//   1. edit one cell of X and one of W_Q: report the matrices typed and the tables S, α, O shown;
+//   1. edit one cell of X and one of W_Q: report the matrices typed and the tables S, α, O shown, and
+//      the fused walk's (its O, its steps key by key, its halves and their merge);
 //   2. add a token and switch the causal mask on: report α (its upper triangle must be 0);
 //   3. type a non-number into X: report which cells are marked, the message, and whether α stayed;
 //   4. fix it, reset to the lesson, mask off: report α's first row (0.4838 0.2844 0.2317);
 //   5. type 3e19, 1, 1e, 1e4, 1e40, inf, nan, nothing, letters, 1,5, −0.2 (the minus sign the page
 //      prints), －0.2 (a full-width minus) and 0.5 into W_Q₁₁, one after the other, as keystrokes
 //      arrive: after each, report the matrices typed, whether the tables are marked as not current
-//      (and what they say), the marked cells, the message, the tables W_Q, S, α and O as shown, and
-//      the text of every table cell;
+//      (and what they say), the marked cells, the message, the tables W_Q, S, α and O as shown, the
+//      fused walk's tables, and the text of every table cell;
 //   6. train: pause after the first frame and resume; once the Learner has taken its 300 steps,
 //      report the step and loss shown, α, the outlined cells, the loss curve; reset to the lesson;
 //   and every script error the page raised, and the milliseconds of the first render (from reading and from compiling the module) and of each
@@ -35,6 +36,8 @@
     input.dispatchEvent(new Event("input", { bubbles: true }));
   };
   const click = (selector) => section.querySelector(selector).click();
+  // the fused walk's tables: O key by key, the walked row's steps, the two halves and their merge
+  const fused = () => ({ O: shown("fused_O"), steps: shown("fused_keys"), halves: shown("fused_halves") });
   const matrices = () => Object.fromEntries(["X", "W_Q", "W_K", "W_V"].map((m) => {
     const inputs = [...section.querySelectorAll(`.editor input[data-m="${m}"]`)];
     const rows = Math.max(...inputs.map((c) => +c.dataset.i)) + 1;
@@ -47,7 +50,7 @@
     const r = { first_render_ms: window.workedExampleReady };
     type(cell("X", 0, 1), "0.9");
     type(cell("W_Q", 1, 0), "-0.4");
-    r.edited = { inputs: matrices(), S: shown("S"), alpha: shown("alpha"), O: shown("O") };
+    r.edited = { inputs: matrices(), S: shown("S"), alpha: shown("alpha"), O: shown("O"), fused: fused() };
 
     click('.editor button[data-action="token+"]');
     click('.switch input[value="1"]');
@@ -72,7 +75,7 @@
       return { value, inputs: matrices(), stale: variant.classList.contains("stale"), note: note ? note.textContent : "",
                marked: [...section.querySelectorAll(".editor input.bad")].map((c) => [c.dataset.m, +c.dataset.i, +c.dataset.j]),
                message: section.querySelector(".editor .error").textContent,
-               W_Q: shown("W_Q"), S: shown("S"), alpha: shown("alpha"), O: shown("O"),
+               W_Q: shown("W_Q"), S: shown("S"), alpha: shown("alpha"), O: shown("O"), fused: fused(),
                tables: [...variant.querySelectorAll("td")].map((td) => td.textContent).join(" ") };
     });
     click('.editor button[data-action="reset"]');
@@ -88,7 +91,7 @@
       const wanted = [...section.querySelectorAll('.variant .mat[data-name="alpha"] td.wanted')]
         .map((td) => [td.parentElement.rowIndex - 1, td.cellIndex - 1]);
       r.trained = { status: status(), button: trainButton().textContent, alpha: shown("alpha"), wanted, curve: curve(),
-                    inputs: matrices(), note: section.querySelector(".variant h3 + p + p").textContent };
+                    inputs: matrices(), note: section.querySelector(".variant p.weights-note").textContent };
       click('.editor button[data-action="reset"]');
       r.trained.reset = { status: status(), curve: curve(), alpha_row_1: shown("alpha")[0] };
       r.script_errors = scriptErrors;

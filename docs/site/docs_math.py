@@ -23,7 +23,7 @@ SEPARATOR = re.compile(r"(\s{2,}|;\s{2,}|:\s+|,\s+(?=[A-Za-z]{2,}\b))")
 
 # Whole words first (before the subscripts are braced), then single symbols.
 WORDS = [("softmax_row", r"\operatorname{softmax}_{\text{row}}"), ("softmax", r"\operatorname{softmax}"),
-         ("Var", r"\operatorname{Var}"), ("max_t", r"\max_t"), ("d_model", r"d_{\text{model}}"),
+         ("Var", r"\operatorname{Var}"), ("max_t", r"\max_t"), ("max", r"\max"), ("d_model", r"d_{\text{model}}"),
          ("scale", r"\mathrm{scale}"), ("cos", r"\cos")]
 SYMBOLS = [("−∞", r"-\infty "), ("∞", r"\infty "), ("−", "-"), ("ᵀ", r"^\top "), ("·", r" \cdot "),
            ("×", r" \times "), ("→", r" \to "), ("←", r" \leftarrow "), ("α", r"\alpha "), ("Σ", r"\sum"),

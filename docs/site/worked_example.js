@@ -22,37 +22,23 @@
   // JSON has no word for ±∞ or NaN, so the chain writes them as the strings "inf", "-inf" (a masked
   // score) and "nan"; every value below is shown as what it is, in a table and in a formula alike.
   //
-  // How a number is written. The chain computes in float32 and writes each value with 9 significant
-  // digits, enough to read back the same float32; read as a double, those digits would print as
-  // digits no float holds (45600001799999995904 for the float32 45600001758288936960). So each value
-  // is first taken back to its float32 (Math.fround), then written as the shortest decimal that reads
-  // back to that float32 (at most 9 significant digits). To keep the tables' columns readable:
-  //   - 0 and 0.001 ≤ |x| < 100000: that shortest decimal rounded, or padded with zeros, to exactly
-  //     4 decimals (0.4838, 0.2000, 12345.6780): no digit goes beyond what the float holds;
-  //   - any other magnitude: the shortest decimal itself, in scientific notation (3e19, 4.56e19,
-  //     3.2999978e18, 2.5e−7), since 4 decimals would show no digit of it, or more digits than the float has.
-  // Tables and prose print a negative sign as − (U+2212); formulas set the same digits in TeX, and
-  // the editor's cells hold the shortest decimal in ASCII, as a reader types it.
-  const value = (v) => (typeof v === "number" ? Math.fround(v) : { inf: Infinity, "-inf": -Infinity }[v] ?? NaN);
-  const scientific = (x) => x !== 0 && !(Math.abs(x) >= 1e-3 && Math.abs(x) < 1e5);
-  function decimal(x) {  // the shortest decimal that reads back to the float32 x (finite), in ASCII
-    let e = x.toExponential(8);
-    for (let digits = 1; digits < 9; ++digits) {
-      const fewer = x.toExponential(digits - 1);
-      if (Math.fround(Number(fewer)) === x) {
-        e = fewer;
-        break;
-      }
-    }
-    return scientific(x) ? e.replace("e+", "e") : String(Number(e));
-  }
-  const digits = (x) => (scientific(x) ? decimal(x) : Number(decimal(x)).toFixed(4));
+  // How a number is written is the library's rule, not this file's: with the module, each value is
+  // written by its tableNumber() (matrix/print.hpp, table_number: the decimals the float holds, or
+  // its shortest decimal beyond 1e5 and below 1e-3). Before the module is ready, or on a page built
+  // without it, each value is shown with the digits the chain wrote into the JSON: the shortest
+  // decimal that reads back to its float (JavaScript's String() gives back exactly those digits).
+  // Here only the marks change: a table prints a negative sign as − (U+2212) and an exponent as
+  // e19 or e−7; a formula sets the same digits in TeX.
+  let module = null;
+  const value = (v) => (typeof v === "number" ? v : { inf: Infinity, "-inf": -Infinity }[v] ?? NaN);
+  const digits = (x) => (module ? module.tableNumber(x) : String(x));  // x finite
   const shown = (v, inTable) => {
     const x = value(v);
     if (Number.isFinite(x)) {
-      if (inTable) return digits(x).replace(/-/g, "−");
-      const [mantissa, exponent] = digits(x).split("e");
-      return exponent === undefined ? mantissa : `${mantissa}\\times 10^{${exponent}}`;
+      const [mantissa, exponent] = digits(x).toLowerCase().split("e");
+      const power = exponent === undefined ? undefined : String(Number(exponent));  // "+19" → "19", "-07" → "-7"
+      if (inTable) return (power === undefined ? mantissa : `${mantissa}e${power}`).replace(/-/g, "−");
+      return power === undefined ? mantissa : `${mantissa}\\times 10^{${power}}`;
     }
     if (Number.isNaN(x)) return inTable ? "NaN" : "\\text{NaN}";
     return inTable ? (x > 0 ? "∞" : "−∞") : (x > 0 ? "\\infty" : "-\\infty");
@@ -61,9 +47,9 @@
   const fixed = (v) => shown(v, false);
   // one factor of a written-out product: trailing zeros dropped, bracketed when signed or scientific
   const term = (v) => {
-    const x = value(v);
-    const s = Number.isFinite(x) && !scientific(x) ? digits(x).replace(/0+$/, "").replace(/\.$/, "") : fixed(v);
-    return x < 0 || Number.isNaN(x) || scientific(x) ? `(${s})` : s;
+    const x = value(v), s = fixed(v), plain = Number.isFinite(x) && !s.includes("times");
+    const written = plain && s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+    return x < 0 || !plain ? `(${written})` : written;
   };
   const products = (a, b) => a.map((x, k) => `${term(x)}\\times ${term(b[k])}`).join(" + ");
   const column = (m, j) => m.map((row) => row[j]);
@@ -105,77 +91,121 @@
       + `<p>$\\lVert o_${i} - v_${i} \\rVert = ${fixed(e.length)}$${s.length}</p>`;
   }
 
-  // mode: "lesson" (the lesson's weights), "edited" (the reader's) or "trained" (the Learner's, below)
-  function render(d, mode) {
-    const tok = d.tokens, n = d.n;
-    // The program's sentences (lesson/sentences.cpp), typeset when the page was built; an edit changes
-    // the numbers, never the words, so the precomputed variant of the same scale and mask has them.
-    const s = data.variants[`${d.scale}-${d.causal ? 1 : 0}`].text;
+  // The fused walk's steps as a table: the keys taken in, their scores, then m, e^(m_old − m), ℓ, o and
+  // o/ℓ after them (lesson/fused_walk.hpp).
+  function stepsTable(steps, tok, name) {
+    const dv = steps.length ? steps[0].after.o.length : 0;
+    const head = [data.variants["sqrt-0"].text.fused_keys, "$s_j$", "$m$", "$e^{m_{\\text{old}} - m}$", "$\\ell$",
+                  ...Array.from({ length: dv }, (_, k) => `$o_${k + 1}$`),
+                  ...Array.from({ length: dv }, (_, k) => `$(o/\\ell)_${k + 1}$`)];
+    const rows = steps.map((st) => `<tr><th>${esc(st.keys.map((j) => tok[j]).join(t.list_separator))}</th>`
+      + `<td>${st.scores.map(fmt).join(", ")}</td>`
+      + [st.after.m, st.rescale, st.after.l, ...st.after.o, ...st.output].map((v) => `<td>${fmt(v)}</td>`).join("") + "</tr>");
+    return figure("", `<table class="matrix steps"><tr>${head.map((h) => `<th>${h}</th>`).join("")}</tr>${rows.join("")}</table>`, name);
+  }
+
+  // One section of the walk's list (lesson/sections.hpp), drawn with the numbers of `d`: its heading (a
+  // step's title with its formula, typeset when the page was built; an aside's title), its note, the
+  // lines of code it mirrors, and what the chain computed for it.
+  function drawSection(sec, d, mode) {
+    const tok = d.tokens, n = d.n, s = data.variants[`${d.scale}-${d.causal ? 1 : 0}`].text;
     const idx = Array.from({ length: Math.max(d.d_model, d.d_k, d.d_v) }, (_, k) => String(k + 1));
-    const html = [];
     // the walk's notes follow a heading on the terminal, lower-case; on the page they open a paragraph
     const para = (sentence) => `<p>${sentence.charAt(0).toUpperCase()}${sentence.slice(1)}</p>`;
-    const step = (title, note) => html.push(`<h3>${title}</h3>${para(note)}`);
     const c = t.colon, sc = t.semicolon;
-
-    step(s["title.1"], s["note.1"]);
-    html.push(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model)))));
-    step(s["title.2"], s["note.2"]);
-    const note = { lesson: () => s.weights, edited: () => t.edited_note,
-                   trained: () => fill(t.trained_note, learning.step, learning.defaults.seed) }[mode];
-    html.push(`<p>${note()}</p>`);
-    html.push(mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]), k)),
-                   ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length)), k))));
-    html.push(`<p>${s.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${s.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
-              + ` = ${fixed(d.Q[0][0])}$</p>`);
-    step(s["title.3"], s["note.3"]);
-    html.push(mats(figure("$S$", table(d.S, tok, tok), "S")));
+    const note = (...values) => (sec.note ? para(values.length ? fill(s[sec.note], ...values) : s[sec.note]) : "");
+    const code = sec.markers.length ? `<p class="code">${t.code}${c}` + sec.markers.map((m) =>
+      `<a href="${m.href}"><code>${esc(m.file)} [${esc(m.name)}]</code></a>`).join(t.list_separator) + "</p>" : "";
+    const step = (...parts) => `<h3>${s[sec.title]}${sec.formula_html ? ` ${sec.formula_html}` : ""}</h3>` + note() + code + parts.join("");
     const j2 = d.written_out.column, k2 = `${j2 + 1}`;  // the entry of row 1 the chain writes out
-    html.push(`<p>${s.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`);
-    html.push(d.Q_times_K
-      ? aside(s.transpose, `<p>${s.transpose_note}${t.space}${s.transpose_square}</p>`,
-              mats(figure("$QK$", table(d.Q_times_K)), figure("$S = QK^\\top$", table(d.S, tok, tok))),
-              `<p>$(QK)_{1${k2}} = ${products(d.Q[0], column(d.K, j2))} = ${fixed(d.Q_times_K[0][j2])}$${sc}`
-              + `${s.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
-      : aside(s.transpose, `<p>${s.transpose_note}${t.space}${fill(s.transpose_refused, n, d.d_k)}</p>`));
-    html.push(aside(s.confusion1, para(s.confusion1_note),
-                    mats(figure(s.cosines, table(d.cosines, tok, tok))),
-                    `<p>$S_{1${k2}} = \\lVert q_1 \\rVert \\cdot \\lVert k_${k2} \\rVert \\cdot \\cos\\theta_{1${k2}} = `
-                    + `${term(d.written_out.q_norm)}\\times ${term(d.written_out.k_norm)}\\times ${term(d.cosines[0][j2])}`
-                    + ` = ${fixed(d.S[0][j2])}$</p>`,
-                    mats(figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
-                    para(`${s.row_largest}${c}${largestPerRow(d.largest_per_row.S_with_W_K_as_W_Q, tok)}${sc}`
-                         + `${s.with_example_keys}${c}${largestPerRow(d.largest_per_row.S, tok)}`)));
-    const divisor = { sqrt: `\\sqrt{${d.d_k}}`, dk: String(d.d_k), none: "1" }[d.scale];
-    step(`${s["title.4"]} $S' = S / ${divisor} = ${fixed(d.scale_factor)}\\cdot S$`, s["note.4"]);
-    html.push(mats(figure("$S'$", table(d.S_scaled, tok, tok))));
-    if (d.causal) {
-      step(s["title.mask"], s["note.mask"]);
-      html.push(mats(figure("$S'$", table(d.softmax_input, tok, tok))));
-    }
-    step(s["title.5"], s["note.5"]);
-    html.push(mats(figure(s.heat, table(d.weights, tok, tok, true, mode === "trained" ? learning.wanted : null), "alpha")));
     const w = d.softmax_row, i = w.row + 1;  // the row the chain wrote out (its JSON says which)
-    const seen = w.exponentials.filter((_, j) => d.softmax_input[w.row][j] !== "-inf");
-    html.push(`<p>${s.expanded}${c}${s.row_max}${c}$m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
-              + seen.map(fixed).join(", ") + `$${sc}${s.sum} $= ${fixed(w.sum)}$${sc}`
-              + `$\\alpha_{${i}} = ` + d.weights[w.row].map(fixed).join(", ") + "$</p>");
-    html.push(`<p>${s.row_sums}${c}` + d.weights_row_sums.map(fixed).join(", ") + "</p>");
-    html.push(aside(s.confusion2, para(s.confusion2_note),
-                    mats(figure(s.by_column, table(d.softmax_by_column, tok, tok, true))),
-                    para(`${s.column_sums}${c}` + d.by_column_sums.columns.map(fixed).join(", ")
-                         + `${sc}${s.row_sums_short}${c}` + d.by_column_sums.rows.map(fixed).join(", "))));
-    step(s["title.6"], s["note.6"]);
-    html.push(mats(figure("$O$", table(d.output, tok, idx.slice(0, d.d_v)), "O")));
     const mix = (row) => d.weights[row].map((a, j) => `${fixed(a)}\\, v_${j + 1}`).join(" + ");
-    html.push(`<p>${s.expanded}${c}$o_1 = ${mix(0)}$</p>`);
-    html.push(aside(s.confusion3, para(s.confusion3_note) + `<p>$o_${i} = ${mix(w.row)}$</p>`));
-    // exercise 5 for each row the chain compared (row 1, and under the mask the last row too)
-    html.push(aside(s.exercise5, ...d.exercise5.map((e, k) => para(k ? s.exercise5_causal : s.exercise5_note) + exercise5(e, s))));
-    html.push(aside(s.confusion4, para(fill(s.confusion4_note, d.d_k, d.d_model, d.heads.d_model, d.heads.h))
-                    + `<p>$d_k = d_{\\text{model}} / h = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$</p>`
-                    + para(s.heads_cost)));
-    out.innerHTML = html.join("");
+    const bodies = {
+      "step.1": () => step(mats(figure("$X$", table(d.X, tok, idx.slice(0, d.d_model))))),
+      "step.2": () => {
+        const weights = { lesson: () => s.weights, edited: () => t.edited_note,
+                          trained: () => fill(t.trained_note, learning.step, learning.defaults.seed) }[mode];
+        return step(`<p class="weights-note">${weights()}</p>`,
+          mats(...["W_Q", "W_K", "W_V"].map((k) => figure(`$${k}$`, table(d[k]), k)),
+               ...["Q", "K", "V"].map((k) => figure(`$${k}$`, table(d[k], tok, idx.slice(0, d[k][0].length)), k))),
+          `<p>${s.expanded}${c}$Q_{11} = x_1 \\cdot ($ ${s.column1} $) = ${products(d.X[0], column(d.W_Q, 0))}`
+          + ` = ${fixed(d.Q[0][0])}$</p>`);
+      },
+      "step.3": () => step(mats(figure("$S$", table(d.S, tok, tok), "S")),
+        `<p>${s.expanded}${c}$S_{1${k2}} = q_1 \\cdot k_${k2} = ${products(d.Q[0], d.K[j2])} = ${fixed(d.S[0][j2])}$</p>`),
+      transpose: () => (d.Q_times_K
+        ? aside(s.transpose, `<p>${s.transpose_note}${t.space}${s.transpose_square}</p>`,
+                mats(figure("$QK$", table(d.Q_times_K)), figure("$S = QK^\\top$", table(d.S, tok, tok))),
+                `<p>$(QK)_{1${k2}} = ${products(d.Q[0], column(d.K, j2))} = ${fixed(d.Q_times_K[0][j2])}$${sc}`
+                + `${s.same_in_S}${c}$S_{1${k2}} = ${fixed(d.S[0][j2])}$</p>`)
+        : aside(s.transpose, `<p>${s.transpose_note}${t.space}${fill(s.transpose_refused, n, d.d_k)}</p>`)),
+      "confusion.1": () => aside(s.confusion1, note(),
+        mats(figure(s.cosines, table(d.cosines, tok, tok))),
+        `<p>$S_{1${k2}} = \\lVert q_1 \\rVert \\cdot \\lVert k_${k2} \\rVert \\cdot \\cos\\theta_{1${k2}} = `
+        + `${term(d.written_out.q_norm)}\\times ${term(d.written_out.k_norm)}\\times ${term(d.cosines[0][j2])}`
+        + ` = ${fixed(d.S[0][j2])}$</p>`,
+        mats(figure(s.other_keys, table(d.S_with_W_K_as_W_Q, tok, tok))),
+        para(`${s.row_largest}${c}${largestPerRow(d.largest_per_row.S_with_W_K_as_W_Q, tok)}${sc}`
+             + `${s.with_example_keys}${c}${largestPerRow(d.largest_per_row.S, tok)}`)),
+      // the scale's factor worked out for this d_k (its formula, S' = S/√d_k, is in the heading)
+      "step.4": () => step(d.scale === "none" ? "" : `<p>$S' = ${fixed(d.scale_factor)}\\cdot S$</p>`,
+        mats(figure("$S'$", table(d.S_scaled, tok, tok)))),
+      "step.4.mask": () => step(mats(figure("$S'$", table(d.softmax_input, tok, tok)))),
+      "step.5": () => step(
+        mats(figure(s.heat, table(d.weights, tok, tok, true, mode === "trained" ? learning.wanted : null), "alpha")),
+        `<p>${s.expanded_row}${c}${s.row_max}${c}$m = ${fixed(w.max)}$${sc}$e^{S'_{${i}j} - m} = `
+        + w.exponentials.map(fixed).join(", ") + `$${sc}${s.sum} $= ${fixed(w.sum)}$${sc}`
+        + `$\\alpha_{${i}} = ` + d.weights[w.row].map(fixed).join(", ") + "$</p>",
+        `<p>${s.row_sums}${c}` + d.weights_row_sums.map(fixed).join(", ") + "</p>"),
+      "confusion.2": () => aside(s.confusion2, note(),
+        mats(figure(s.by_column, table(d.softmax_by_column, tok, tok, true))),
+        para(`${s.column_sums}${c}` + d.by_column_sums.columns.map(fixed).join(", ")
+             + `${sc}${s.row_sums_short}${c}` + d.by_column_sums.rows.map(fixed).join(", "))),
+      "step.6": () => step(mats(figure("$O$", table(d.output, tok, idx.slice(0, d.d_v)), "O")),
+        `<p>${s.expanded_row}${c}$o_1 = ${mix(0)}$</p>`),
+      // o_i as a mix of values, for the row step 5 wrote out: row 1 is written out in step 6 already
+      "confusion.3": () => aside(s.confusion3, note(),
+        w.row === 0 ? para(fill(s.written_in_step_6, "$o_1$")) : `<p>$o_${i} = ${mix(w.row)}$</p>`),
+      "exercise.2": () => aside(s.exercise2, note(), "<ul>" + d.largest_per_row.S.map((best, r) =>
+        `<li>${esc(tok[r])}${c}$S_{${r + 1}${r + 1}} = ${fixed(d.S[r][r])}$${sc}`
+        + (best === r ? s.diagonal_yes
+                      : `${fill(s.diagonal_no, esc(tok[best]))}${t.open}$S_{${r + 1}${best + 1}} = ${fixed(d.S[r][best])}$${t.close}`)
+        + "</li>").join("") + "</ul>"),
+      // exercise 5 for each row the chain compared (row 1, and under the mask the last row too)
+      "exercise.5": () => aside(s.exercise5, ...d.exercise5.map((e, k) => para(k ? s.exercise5_causal : s.exercise5_note) + exercise5(e, s))),
+      shapes: () => `<h3>${s[sec.title]}</h3><p>$X\\ (${d.n}\\times ${d.d_model}) \\to Q, K\\ (${d.n}\\times ${d.d_k}),`
+        + ` V\\ (${d.n}\\times ${d.d_v}) \\to S, S', \\alpha\\ (${d.n}\\times ${d.n}) \\to O\\ (${d.n}\\times ${d.d_v})$</p>`,
+      "confusion.4": () => aside(s.confusion4, note(d.d_k, d.d_model, d.heads.d_model, d.heads.h),
+        `<p>${sec.formula_html.slice(0, -1)} = ${d.heads.d_model} / ${d.heads.h} = ${d.heads.d_k}$</p>`, para(s.heads_cost)),
+      fused: () => {
+        const f = d.fused, h = f.halves, r = f.row;
+        const states = [[s.fused_first_half, h.keys[0], h.states[0]], [s.fused_second_half, h.keys[1], h.states[1]]];
+        const stateRow = (label, st, factor) => `<tr><th>${label}</th>` + [st.m, factor, st.l, ...st.o].map((v) => `<td>${fmt(v)}</td>`).join("") + "</tr>";
+        const dv = h.merged.o.length;
+        return step(para(s.fused_why_m), para(fill(s.fused_row, r + 1, esc(tok[r]), f.moves)),
+          stepsTable(f.one_at_a_time, tok, "fused_keys"),
+          para(fill(s.fused_end, `$${fixed(f.largest_difference)}$`)),
+          mats(figure("$O$", table(f.output, tok, idx.slice(0, d.d_v)), "fused_O")),
+          para(s.fused_tiles), stepsTable(f.in_tiles, tok, "fused_tiles"),
+          para(s.fused_halves),
+          figure("", `<table class="matrix steps"><tr><th></th><th>$m$</th><th>$e^{m_{\\text{half}} - m}$</th><th>$\\ell$</th>`
+            + Array.from({ length: dv }, (_, k) => `<th>$o_${k + 1}$</th>`).join("") + "</tr>"
+            + states.map(([label, keys, st], k) =>
+              stateRow(`${label}${t.open}${esc(keys.map((j) => tok[j]).join(t.list_separator))}${t.close}`, st, h.factors[k])).join("")
+            + stateRow(s.fused_merge, h.merged, 1) + "</table>", "fused_halves"),
+          `<p>$o / \\ell = ${h.output.map(fixed).join(", ")}$</p>`,
+          para(fill(s.fused_merged, `$${fixed(h.largest_difference)}$`, r + 1)));
+      },
+    };
+    return bodies[sec.key]();
+  }
+
+  // mode: "lesson" (the lesson's weights), "edited" (the reader's) or "trained" (the Learner's, below).
+  // The sections are the walk's list, in its order, as the page was built with them (their formulas
+  // typeset then); the numbers are `d`'s.
+  function render(d, mode) {
+    const sections = data.variants[`${d.scale}-${d.causal ? 1 : 0}`].sections;
+    out.innerHTML = sections.map((sec) => drawSection(sec, d, mode)).join("");
     out.dataset.scale = d.scale;
     out.dataset.causal = d.causal ? "1" : "0";
     if (window.renderMathInElement && window.mathOptions) window.renderMathInElement(out, window.mathOptions);
@@ -195,7 +225,7 @@
   // ---- the editable example (only with the WebAssembly build) ------------------------------------
   let live = null;
   if (!window.AttnWalk) return;
-  const typed = (m) => m.map((row) => row.map((v) => decimal(value(v))));  // 0.200000003 → "0.2", as typed
+  const typed = (m) => m.map((row) => row.map(String));  // the JSON's shortest decimal, as a reader types it: "0.2"
   const lesson = data.variants["sqrt-0"];
   const fresh = () => ({
     tokens: lesson.tokens.slice(), X: typed(lesson.X), W_Q: typed(lesson.W_Q), W_K: typed(lesson.W_K), W_V: typed(lesson.W_V),
@@ -254,22 +284,15 @@
       + "</svg>", "loss");
   }
 
-  // A cell as the chain reads it. What a reader types or pastes for a number becomes ASCII: full-width
-  // forms (１.５, －2) by NFKC, and every minus-like sign, the − (U+2212) this page prints among them,
-  // as "-". A comma would split the CSV row, so it goes as "!", which no number holds: the chain then
-  // refuses that very cell, and refusal() below names it as the reader typed it.
-  const asRead = (text) => text.normalize("NFKC").replace(/[\u2010-\u2015\u2212\uFE58\uFE63]/g, "-").replace(/,/g, "!").trim();
-  const csv = (m) => m.map((row) => row.map(asRead).join(",")).join("\n");
   // What the chain refused, in the page's language. A refused value comes with its cell (matrix, row,
-  // column, what is wrong with it), which the page names in its own words, quoting the cell as typed,
-  // so nothing here reads the chain's message; anything else (shapes, a step that could leave float32)
-  // is told with the chain's own message.
+  // column, what is wrong with it, the cell as typed), which the library's reader of typed cells
+  // found (io/io.hpp, parse_cells: it also reads full-width forms and the − this page prints); the
+  // page words the problem in its own language, so nothing here reads the chain's message. Anything
+  // else (shapes, a step that could leave float32) is told with the chain's own message.
   const refusal = (d) => {
     if (!d.cell) return t.lang === "en" ? d.error : `${t.refused}${t.colon}${d.error}`;
-    const c = d.cell, text = state[c.matrix][c.row - 1][c.column - 1].trim();
-    const problem = !text ? "empty" : c.problem === "not_a_number" && text.normalize("NFKC").includes(",") ? "decimal_comma" : c.problem;
-    const where = [c.matrix, c.row, c.column];  // an empty cell has no text to quote
-    return problem === "empty" ? fill(t.cell_problems.empty, ...where) : fill(t.cell_problems[problem], ...where, text.slice(0, 40));
+    const c = d.cell, where = [c.matrix, c.row, c.column];  // an empty cell has no text to quote
+    return c.problem === "empty" ? fill(t.cell_problems.empty, ...where) : fill(t.cell_problems[c.problem], ...where, c.text);
   };
   // While a cell is refused, or a result could not be drawn, the tables below still hold an earlier
   // result: they are dimmed and say so, until the chain has computed the input shown above them.
@@ -286,8 +309,7 @@
   function compute() {
     const { scale, causal } = choice();
     const started = performance.now();
-    const d = JSON.parse(module.walk(csv(state.X), csv(state.W_Q), csv(state.W_K), csv(state.W_V), scale, causal,
-                                     state.tokens.join("\n")));
+    const d = JSON.parse(module.walk(state, scale, causal));  // the cells as typed: the library reads them
     for (const bad of editor.querySelectorAll("input.bad")) bad.classList.remove("bad");
     const error = editor.querySelector(".error");
     if (d.error) {  // mark the refused cell; the tables keep the last good result, marked as not current
@@ -349,12 +371,11 @@
     compute();
   });
 
-  // ---- training, a few steps per frame (the module's Learner: attention/learn.cpp's Trainer) -----
+  // ---- training, a few steps per frame (the module's Learner: lesson/learn.cpp's Trainer) -----
   const STEPS_PER_FRAME = 2;  // attn learn's default run, drawn two steps a frame
   function adopt(r) {  // what the Learner reports after its steps: the weights now, and the losses
-    // each float written as the shortest decimal that reads back to it: 0.3, not 0.300000012
-    const rows = (text) => text.trim().split("\n").map((line) => line.split(",").map((v) => decimal(value(Number(v)))));
-    Object.assign(state, { X: rows(r.X), W_Q: rows(r.W_Q), W_K: rows(r.W_K), W_V: rows(r.W_V) });
+    // each float as the shortest decimal that reads back to it, as the JSON has it: 0.3, not 0.300000012
+    Object.assign(state, { X: typed(r.X), W_Q: typed(r.W_Q), W_K: typed(r.W_K), W_V: typed(r.W_V) });
     learning.step = r.step;
     learning.losses.push(...r.losses);
     learning.loss = r.loss;
@@ -401,7 +422,6 @@
   // Chromium answers that fetch only once the page's other work is done; compiled as it is read, the
   // editable example is drawn as soon as the file is. The times it takes are recorded below, and
   // docs/site/check_docs_page.py prints them with each recomputation's.
-  let module = null;
   const compiling = performance.now();
   Promise.resolve(window.AttnWalk()).then((m) => {
     module = m;

@@ -1,4 +1,4 @@
-// attention/worked_example.hpp — the lesson's three-token sentence and example weights.
+// lesson/worked_example.hpp — the lesson's three-token sentence and example weights.
 //
 // X is the lesson's own input: rows are the embeddings of 猫 (cat), 坐 (sat), 地毯 (mat), d_model = 4.
 // The lesson does not print its projection weights, so these are chosen with one decimal each, so

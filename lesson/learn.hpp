@@ -1,4 +1,4 @@
-// attention/learn.hpp — watching relevance being learned: W_Q and W_K trained by gradient descent on
+// lesson/learn.hpp — watching relevance being learned: W_Q and W_K trained by gradient descent on
 // a task whose right attention is known, with the backward of attention/backward.cpp.
 //
 // The lesson's first confusion says relevance is not fixed in advance but learned. Here a task says
@@ -33,7 +33,7 @@ struct Problem {
     Matrix T;                         // n×d_v: row i is the value of token i's partner, T_i = v_{p(i)}
     std::vector<std::size_t> wanted;  // wanted[i] = p(i)
 };
-// sentence: the worked example's X and W_V (attention/worked_example.hpp), d_model = 4, d_k = d_v = 3.
+// sentence: the worked example's X and W_V (lesson/worked_example.hpp), d_model = 4, d_k = d_v = 3.
 // retrieval: 8 random embeddings, W_V = I, d_model = d_k = d_v = 8; the seed draws them and the shuffle.
 Problem make_problem(Task task, std::uint32_t seed);
 
@@ -107,6 +107,9 @@ double values_moved(const Problem& problem, const Run& run);
 
 // L = ½‖O − T‖², summed in double.
 double squared_error(const Matrix& O, const Matrix& T);
+
+// The weights a run with these settings trains, by name: "W_Q", "W_K", and "W_V" when train_values.
+std::vector<std::string> trained_weights(const Settings& settings);
 
 std::string to_string(Task task);  // "sentence", "retrieval"
 

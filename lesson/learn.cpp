@@ -1,14 +1,14 @@
-// attention/learn.cpp — a few hundred steps of training, written out: forward, loss, backward
+// lesson/learn.cpp — a few hundred steps of training, written out: forward, loss, backward
 // (attention/backward.cpp: the same gradients its tests check against finite differences and
 // PyTorch), and Adam's update of W_Q and W_K (and of W_V when asked).
-#include "attention/learn.hpp"
+#include "lesson/learn.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <utility>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn::learn {
@@ -162,6 +162,12 @@ double values_moved(const Problem& problem, const Run& run) {
         size += start * start;
     }
     return std::sqrt(moved / size);
+}
+
+std::vector<std::string> trained_weights(const Settings& settings) {
+    std::vector<std::string> names = {"W_Q", "W_K"};
+    if (settings.train_values) names.push_back("W_V");
+    return names;
 }
 
 std::string to_string(Task task) { return task == Task::sentence ? "sentence" : "retrieval"; }

@@ -1,4 +1,4 @@
-// attention/experiments.hpp — the lesson's exercises and its variance argument as computations that
+// lesson/experiments.hpp — the lesson's exercises and its variance argument as computations that
 // measure something. `attn exercise N` and `attn variance` print them; tests/ assert their claims.
 #pragma once
 
@@ -117,9 +117,11 @@ struct GrowthPoint {
     std::size_t scores = 0;       // entries of S: n²
     std::size_t score_bytes = 0;  // bytes of the n×n matrix the call actually returned (0 for fused)
     double seconds = 0;           // one call of the core (a run's), or the median over the runs
+    double ran = 0;               // of those seconds, the time the calling thread was on a core
 };
 // `runs` sweeps over every n, each timing one call of the core per n (d = 64, random inputs drawn
-// once per n): a neighbour that slows the shared machine for a moment spoils one run, not every
+// once per n, and one untimed call per n first, so that no run pays for starting threads or first
+// touching memory): a neighbour that slows the shared machine for a moment spoils one run, not every
 // timing of one n. `progress` is told before each n of each run (counted from 1).
 using GrowthRun = std::vector<GrowthPoint>;  // one point per n, `seconds` of a single call
 std::vector<GrowthRun> growth_runs(const std::vector<std::size_t>& ns, Backend backend, std::size_t runs,
@@ -138,12 +140,34 @@ struct ExponentSpread {
 };
 ExponentSpread time_exponents(const std::vector<GrowthRun>& runs);
 
-// What the runs say about the time exponent, read to two decimals as printed, with a margin: close to
-// 2 when every run lies within 2 ± margin, above (below) 2 when every run lies beyond it; when the
-// runs straddle a bound, they do not decide.
-enum class GrowthVerdict { close_to_2, above_2, below_2, undecided };
+// Whether the machine left the runs alone enough to fit an exponent, measured two ways at each n:
+//  - the scatter of the repeated runs: moving the time of one n by a factor f moves a least-squares
+//    slope over log n by (log n − mean log n) / Σ(log n − mean log n)² · ln f, so the runs' range
+//    (fastest to slowest) alone could move a fitted exponent by that much;
+//  - the time a call spent waiting for a core: a neighbour that holds the cores stops the calling
+//    thread, or keeps a thread of its team from starting, and the call's time grows while the
+//    thread does not run (its CPU time against the time it took, the median run's).
+struct Busy {
+    std::size_t n = 0;                // the n where the scatter could move an exponent the most
+    double fastest = 0, slowest = 0;  // its runs' times, seconds
+    double exponent_shift = 0;        // how far that scatter alone could move a fitted exponent
+    std::size_t waited_n = 0;         // the n where calls waited longest
+    double waited = 0;                // the median run's share of its time off a core there, 0 … 1
+};
+Busy how_busy(const std::vector<GrowthRun>& runs);
+// A machine too busy to fit an exponent: a scatter that could move it by more than the margin, or
+// calls that spent more than half their time waiting for a core (both read as printed: to two
+// decimals, and in whole percent).
+constexpr double busiest_wait = 0.5;
+bool too_busy(const Busy& busy, double margin);
+
+// What the runs say about the time exponent, read to two decimals as printed, with a margin. First,
+// the machine must have been quiet enough to fit an exponent at all (too_busy). Then every run must
+// agree: all within 2 ± margin (close to 2), all above 2 + margin, or all below 2 − margin; runs in
+// more than one of those ranges do not decide.
+enum class GrowthVerdict { close_to_2, above_2, below_2, undecided, too_busy };
 constexpr double growth_margin = 0.15;  // "close to 2" is 1.85 to 2.15
-GrowthVerdict growth_verdict(const ExponentSpread& exponents, double margin = growth_margin);
+GrowthVerdict growth_verdict(const ExponentSpread& exponents, const Busy& busy, double margin = growth_margin);
 
 // ---- exercise 5: what the output of token 1 is made of -----------------------------------------
 

@@ -1,15 +1,16 @@
-// attention/experiments.cpp — the lesson's exercises and confusions as computations: the
+// lesson/experiments.cpp — the lesson's exercises and confusions as computations: the
 // numbers `attn exercise`, `attn variance` and `attn walk` print, and the tests check.
-#include "attention/experiments.hpp"
+#include "lesson/experiments.hpp"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <random>
 #include <stdexcept>
 
-#include "attention/worked_example.hpp"
+#include "lesson/worked_example.hpp"
 #include "matrix/norms.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
@@ -21,6 +22,13 @@ namespace {
 // Entries independent with mean 0 and variance 1: the lesson's assumption in the √d_k argument.
 Matrix normal_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
     return random_matrix_from(rows, cols, rng, std::normal_distribution<float>(0.0f, 1.0f));
+}
+
+// The CPU time the calling thread has used: it stands still while the thread waits for a core.
+double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 double median(std::vector<double> values) {
@@ -198,15 +206,18 @@ std::vector<GrowthRun> growth_runs(const std::vector<std::size_t>& ns, Backend b
     std::vector<std::array<Matrix, 3>> inputs;  // Q, K, V for each n
     for (std::size_t n : ns)
         inputs.push_back({normal_matrix(n, 64, rng), normal_matrix(n, 64, rng), normal_matrix(n, 64, rng)});
+    for (const auto& [Q, K, V] : inputs) scaled_dot_product_attention(Q, K, V, {.backend = backend});  // untimed
     std::vector<GrowthRun> result(runs);
     for (std::size_t r = 0; r < runs; ++r) {
         for (std::size_t k = 0; k < ns.size(); ++k) {
             if (progress) progress(r + 1, ns[k]);
             const auto& [Q, K, V] = inputs[k];
+            const double cpu = thread_cpu_seconds();
             const auto start = std::chrono::steady_clock::now();
             const AttentionResult out = scaled_dot_product_attention(Q, K, V, {.backend = backend});
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            result[r].push_back({ns[k], ns[k] * ns[k], out.weights.size() * sizeof(float), seconds});
+            result[r].push_back({ns[k], ns[k] * ns[k], out.weights.size() * sizeof(float), seconds,
+                                 std::min(seconds, thread_cpu_seconds() - cpu)});
         }
     }
     return result;
@@ -256,10 +267,40 @@ ExponentSpread time_exponents(const std::vector<GrowthRun>& runs) {
     return {median(exponents), *lowest, *highest};
 }
 
-GrowthVerdict growth_verdict(const ExponentSpread& exponents, double margin) {
+Busy how_busy(const std::vector<GrowthRun>& runs) {
+    const GrowthRun& first = runs.at(0);
+    double mean = 0, sum_squares = 0;  // of log n
+    for (const GrowthPoint& p : first) mean += std::log(double(p.n)) / double(first.size());
+    for (const GrowthPoint& p : first) sum_squares += (std::log(double(p.n)) - mean) * (std::log(double(p.n)) - mean);
+    Busy busy;
+    for (std::size_t k = 0; k < first.size(); ++k) {
+        std::vector<double> seconds, waited;
+        for (const GrowthRun& run : runs) {
+            seconds.push_back(run[k].seconds);
+            waited.push_back(run[k].seconds > 0 ? 1 - run[k].ran / run[k].seconds : 0);
+        }
+        const auto [fastest, slowest] = std::minmax_element(seconds.begin(), seconds.end());
+        const double leverage = sum_squares > 0 ? std::fabs(std::log(double(first[k].n)) - mean) / sum_squares : 0;
+        const double shift = *fastest > 0 ? leverage * std::log(*slowest / *fastest) : 0;
+        if (k == 0 || shift > busy.exponent_shift) {
+            busy.n = first[k].n;
+            busy.fastest = *fastest, busy.slowest = *slowest, busy.exponent_shift = shift;
+        }
+        if (const double w = median(waited); k == 0 || w > busy.waited) busy.waited_n = first[k].n, busy.waited = w;
+    }
+    return busy;
+}
+
+bool too_busy(const Busy& busy, double margin) {
+    const auto hundredths = [](double x) { return std::lround(x * 100); };  // as printed: 0.16, 51%
+    return hundredths(busy.exponent_shift) > hundredths(margin) || hundredths(busy.waited) > hundredths(busiest_wait);
+}
+
+GrowthVerdict growth_verdict(const ExponentSpread& exponents, const Busy& busy, double margin) {
     const auto hundredths = [](double x) { return std::lround(x * 100); };  // as printed
     const long lowest = hundredths(exponents.lowest), highest = hundredths(exponents.highest),
                band = hundredths(margin);
+    if (too_busy(busy, margin)) return GrowthVerdict::too_busy;
     if (lowest >= 200 - band && highest <= 200 + band) return GrowthVerdict::close_to_2;
     if (lowest > 200 + band) return GrowthVerdict::above_2;
     if (highest < 200 - band) return GrowthVerdict::below_2;
