@@ -100,10 +100,6 @@ SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V, con
     guards::check_weights(W_Q_, W_K_, W_V_, names);
 }
 
-void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers) {
-    for (const backends::Buffer& buffer : buffers) budget.charge(buffer.bytes, buffer.name);
-}
-
 float score_factor(const AttentionOptions& options, std::size_t d_k) {
     return options.explicit_scale ? *options.explicit_scale : scale_factor(options.scale, d_k);
 }
@@ -115,27 +111,6 @@ float scale_factor(Scale scale, std::size_t d_k) {
         case Scale::none: return 1.0f;
     }
     return 1.0f;
-}
-
-std::string to_string(Scale scale) {
-    switch (scale) {
-        case Scale::sqrt_dk: return "sqrt";
-        case Scale::dk: return "dk";
-        case Scale::none: return "none";
-    }
-    return "?";
-}
-
-std::string to_string(Dtype dtype) { return dtype == Dtype::bf16 ? "bf16" : "f32"; }
-
-std::string to_string(Backend backend) {
-    switch (backend) {
-        case Backend::naive: return "naive";
-        case Backend::simd: return "simd";
-        case Backend::parallel: return "parallel";
-        case Backend::fused: return "fused";
-    }
-    return "?";
 }
 
 }  // namespace attn

@@ -68,21 +68,6 @@ Cache to_cache(const HeadsView& floats, KvDtype type, const std::string& name) {
     return cache;
 }
 
-std::string to_string(KvDtype type) {
-    switch (type) {
-        case KvDtype::f32: return "f32";
-        case KvDtype::bf16: return "bf16";
-        case KvDtype::f16: return "f16";
-    }
-    return "?";
-}
-
-KvDtype kv_dtype_from_string(const std::string& name) {
-    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
-        if (to_string(type) == name) return type;
-    throw std::invalid_argument("kv dtype \"" + name + "\": the choices are f32, bf16 and f16");
-}
-
 Heads to_floats(const CacheView& cache) {
     const HeadsShape& s = cache.shape;
     const std::size_t count = element_count(s);

@@ -106,15 +106,26 @@ struct AttentionGradients {
                 // (0×0) with Backend::fused, which never forms it.
 };
 
+// Each option's names (attention/options.cpp), as every front end spells them: to_string gives an
+// option's name, X_from_string reads one back. An unknown name is refused with std::invalid_argument
+// listing the known ones, under the name the caller gives the option (`option`: "--backend" on the
+// command line, "backend" in Python): "--backend must be one of naive, simd, parallel and fused, got 'gpu'".
+inline constexpr Scale all_scales[] = {Scale::sqrt_dk, Scale::dk, Scale::none};
+inline constexpr Backend all_backends[] = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
+inline constexpr Dtype all_dtypes[] = {Dtype::f32, Dtype::bf16};
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
 std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
 std::string to_string(Dtype dtype);      // "f32", "bf16"
+Scale scale_from_string(const std::string& name, const std::string& option = "scale");
+Backend backend_from_string(const std::string& name, const std::string& option = "backend");
+Dtype dtype_from_string(const std::string& name, const std::string& option = "dtype");
 
 // The type a key/value cache is stored in (attention/heads.hpp's CacheView): float32, bfloat16
 // (matrix/bfloat16.hpp) or IEEE float16 (matrix/float16.hpp). Q, the softmax's statistics and O
 // stay float32; each cached element is read as the value its bits hold.
 using KvDtype = Storage;
-std::string to_string(KvDtype type);                    // "f32", "bf16", "f16"
-KvDtype kv_dtype_from_string(const std::string& name);  // the inverse; std::invalid_argument naming the choices
+inline constexpr KvDtype all_kv_dtypes[] = {KvDtype::f32, KvDtype::bf16, KvDtype::f16};
+std::string to_string(KvDtype type);  // "f32", "bf16", "f16"
+KvDtype kv_dtype_from_string(const std::string& name, const std::string& option = "kv dtype");
 
 }  // namespace attn

@@ -3,7 +3,6 @@
 
 #include <stdexcept>
 
-#include "attention/attention.hpp"
 #include "simd/simd.hpp"
 
 namespace attn {
@@ -43,7 +42,8 @@ Plan& Plan::add(const std::vector<backends::Buffer>& buffers, std::size_t copies
 }
 
 AttentionOptions Plan::charge() const {
-    if (options_.budget) attn::charge(*options_.budget, buffers_);
+    if (options_.budget)
+        for (const backends::Buffer& buffer : buffers_) options_.budget->charge(buffer.bytes, buffer.name);
     AttentionOptions run = options_;
     run.budget = nullptr;  // charged: the stages allocate nothing else
     return run;

@@ -57,23 +57,21 @@ py::array_t<float> to_numpy(Matrix&& m, std::vector<py::ssize_t> shape = {}) {
     return py::array_t<float>(shape, owner->data(), release);
 }
 
+// An option read by the library's reader of its names (attention/options.hpp), its refusal a ValueError.
+template <class Read>
+auto option_named(Read read, const std::string& name, const std::string& option) {
+    try {
+        return read(name, option);
+    } catch (const std::invalid_argument& e) {
+        throw py::value_error(e.what());
+    }
+}
+
 attn::Backend backend_named(const std::string& name) {
-    for (attn::Backend b : {attn::Backend::naive, attn::Backend::simd, attn::Backend::parallel, attn::Backend::fused})
-        if (attn::to_string(b) == name) return b;
-    throw py::value_error("backend must be naive, simd, parallel or fused, got '" + name + "'");
+    return option_named(attn::backend_from_string, name, "backend");
 }
-
-attn::Scale scale_named(const std::string& name) {
-    for (attn::Scale s : {attn::Scale::sqrt_dk, attn::Scale::dk, attn::Scale::none})
-        if (attn::to_string(s) == name) return s;
-    throw py::value_error("scale must be sqrt, dk or none, got '" + name + "'");
-}
-
-attn::Dtype dtype_named(const std::string& name) {
-    for (attn::Dtype d : {attn::Dtype::f32, attn::Dtype::bf16})
-        if (attn::to_string(d) == name) return d;
-    throw py::value_error("dtype must be f32 or bf16, got '" + name + "'");
-}
+attn::Scale scale_named(const std::string& name) { return option_named(attn::scale_from_string, name, "scale"); }
+attn::Dtype dtype_named(const std::string& name) { return option_named(attn::dtype_from_string, name, "dtype"); }
 
 attn::lesson::Lang lang_named(const std::string& name) {
     if (name == "en") return attn::lesson::Lang::en;
@@ -219,11 +217,7 @@ const std::string sdpa = "scaled_dot_product_attention: ";  // how its messages 
 // kv_dtype=None: the key and value arrays' own type; else a KvDtype's name.
 std::optional<attn::KvDtype> kv_dtype_named(const std::optional<std::string>& name) {
     if (!name) return std::nullopt;
-    try {
-        return attn::kv_dtype_from_string(*name);
-    } catch (const std::invalid_argument& e) {
-        throw py::value_error(sdpa + e.what() + " (or None: the key and value arrays' own type)");
-    }
+    return option_named(attn::kv_dtype_from_string, *name, "kv_dtype");
 }
 
 std::string shape_text(const py::handle& a) { return py::str(a.attr("shape")); }  // "(2, 8, 16, 64)"

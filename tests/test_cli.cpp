@@ -139,7 +139,7 @@ TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]")
         CHECK_THAT(r.err, Contains("attn: error: ") && Contains(message));
     };
     check_error("walk --bogus", "unknown option '--bogus'");
-    check_error("walk --scale cube", "--scale must be sqrt, dk or none, got 'cube'");
+    check_error("walk --scale cube", "--scale must be one of sqrt, dk and none, got 'cube'");
     check_error("walk --scale", "--scale needs a value");
     check_error("walk --lang fr", "--lang must be en or zh");
     check_error("walk --precision 12", "--precision must be a whole number from 0 to 8");
@@ -180,7 +180,7 @@ TEST_CASE("attn walk --backend simd and parallel print the same numbers as naive
     CHECK_THAT(fused.err, Contains("without ever storing S or α"));
     const RunResult bad = run_attn("walk --backend gpu");
     CHECK(bad.status == 2);
-    CHECK_THAT(bad.err, Contains("--backend must be naive, simd, parallel or fused, got 'gpu'"));
+    CHECK_THAT(bad.err, Contains("--backend must be one of naive, simd, parallel and fused, got 'gpu'"));
 }
 
 TEST_CASE("attn --version names the instruction set, batch width and threads", "[cli]") {
@@ -332,7 +332,7 @@ TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --x " + q, "not both");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory lots", "--max-memory takes a size");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --backend quantum",
-                  "--backend must be naive, simd, parallel or fused");
+                  "--backend must be one of naive, simd, parallel and fused");
     // An empty --out is refused as an option before any work, not after the computation with a
     // message that names an empty directory.
     const RunResult empty_out = run_attn("run --q " + q + " --k " + k + " --v " + v + " --out ''");
@@ -494,7 +494,7 @@ TEST_CASE("attn run --dtype bf16 writes the library's bf16 output and refuses wh
     CHECK_THAT(backward.err, Contains("dtype bf16 has no backward"));
     const RunResult unknown = run_attn(core + " --dtype f16");
     CHECK(unknown.status == 2);
-    CHECK_THAT(unknown.err, Contains("--dtype must be f32 or bf16, got 'f16'"));
+    CHECK_THAT(unknown.err, Contains("--dtype must be one of f32 and bf16, got 'f16'"));
     // a query float32 takes (the keys are small) but bfloat16 cannot hold: refused, not NaN
     const std::string huge = dir.file("huge.npy", attn::Matrix{{3.4e38f, 0.0f}}),
                       small = dir.file("small.npy", attn::Matrix{{1e-3f, 0.0f}, {0.0f, 1e-3f}}),
@@ -875,7 +875,7 @@ TEST_CASE("attn run --kv-dtype refuses what a cache cannot do, with exit 2 and n
         CHECK(r.err == "attn: error: " + message + "\n");
         CHECK_FALSE(std::filesystem::exists(out));
     };
-    check_refused(core + " --kv-dtype f8", "run: --kv-dtype must be f32, bf16 or f16, got 'f8'");
+    check_refused(core + " --kv-dtype f8", "run: --kv-dtype must be one of f32, bf16 and f16, got 'f8'");
     check_refused(core + " --kv-dtype bf16 --grad-output " + q,
                   "run: --kv-dtype bf16 has no backward (a 16-bit key/value cache): --grad-output needs --kv-dtype "
                   "f32 or none");

@@ -32,17 +32,13 @@ std::vector<std::string> lines(const std::string& text) {
 
 }  // namespace
 
-// scale: "sqrt", "dk" or "none"; tokens: one label per row of X.
+// scale: "sqrt", "dk" or "none" (any other is refused, naming them); tokens: one label per row of X.
 std::string walk(const std::string& x, const std::string& w_q, const std::string& w_k, const std::string& w_v,
                  const std::string& scale, bool causal, const std::string& tokens) {
     try {
         const Matrix X = parse_csv(x, "X");
         SingleHeadAttention layer(parse_csv(w_q, "W_Q"), parse_csv(w_k, "W_K"), parse_csv(w_v, "W_V"));
-        const AttentionOptions options{.causal = causal,
-                                       .scale = scale == "dk"     ? Scale::dk
-                                                : scale == "none" ? Scale::none
-                                                                  : Scale::sqrt_dk,
-                                       .backend = Backend::naive};
+        const AttentionOptions options{.causal = causal, .scale = scale_from_string(scale), .backend = Backend::naive};
         std::vector<std::string> labels = lines(tokens);
         labels.resize(X.rows());
         return lesson::walk_json(lesson::forward_walk(layer, X, options), labels);

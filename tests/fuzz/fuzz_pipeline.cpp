@@ -38,6 +38,10 @@ constexpr double eps = std::numeric_limits<float>::epsilon();
 // compute them): skipped here, where every execution should take milliseconds under ASan.
 constexpr double max_flops = 2e7;
 
+void charge(attn::MemoryBudget& budget, const std::vector<attn::backends::Buffer>& buffers) {
+    for (const auto& buffer : buffers) budget.charge(buffer.bytes, buffer.name);
+}
+
 [[noreturn]] void bug(const char* what) {
     std::fprintf(stderr, "fuzz_pipeline: %s\n", what);
     std::abort();
@@ -105,8 +109,8 @@ void backward_on_every_backend(const Matrix& Q, const Matrix& K, const Matrix& V
     try {
         for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
             attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(n, m, d_k, d_v, b, true));
-            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, m, d_k, d_v, b));
+            charge(one_run, attn::backends::attention_buffers(n, m, d_k, d_v, b, true));
+            charge(one_run, attn::backends::attention_gradient_buffers(n, m, d_k, d_v, b));
         }
     } catch (const std::length_error&) {
         return;
@@ -159,9 +163,9 @@ void layer_backward_on_every_backend(const std::vector<Matrix>& m, const Matrix&
     try {
         for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
             attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(n, n, d_k, d_v, b, true));
-            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, n, d_k, d_v, b));
-            attn::charge(one_run, attn::backends::projection_gradient_buffers(n, d_model, d_k, d_v, b));
+            charge(one_run, attn::backends::attention_buffers(n, n, d_k, d_v, b, true));
+            charge(one_run, attn::backends::attention_gradient_buffers(n, n, d_k, d_v, b));
+            charge(one_run, attn::backends::projection_gradient_buffers(n, d_model, d_k, d_v, b));
         }
     } catch (const std::length_error&) {
         return;
@@ -225,8 +229,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             return 0;
         try {  // every backend's projections, each charged as the library charges them
             for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused})
-                attn::charge(budget,
-                             attn::backends::projection_buffers(X.rows(), X.cols(), m[1].cols(), m[3].cols(), b));
+                charge(budget, attn::backends::projection_buffers(X.rows(), X.cols(), m[1].cols(), m[3].cols(), b));
         } catch (const std::length_error&) {
             return 0;
         }
@@ -260,7 +263,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {  // each backend's run must fit in what is left, as one attn run would
         for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
             attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), b));
+            charge(one_run, attn::backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), b));
         }
     } catch (const std::length_error&) {
         return 0;

@@ -183,7 +183,7 @@ def bf16(*shape):
 
 REFUSALS = [
     ("unknown kv_dtype", dict(key=x(1, 2, 5, 8), value=x(1, 2, 5, 8), kv_dtype="f8"),
-     r'kv dtype "f8": the choices are f32, bf16 and f16 \(or None: the key and value arrays\' own type\)'),
+     r"kv_dtype must be one of f32, bf16 and f16, got 'f8'"),
     ("float16 asked as bf16", dict(key=x(1, 2, 5, 8, dtype=np.float16), value=x(1, 2, 5, 8, dtype=np.float16),
                                    kv_dtype="bf16"),
      r"key \(1, 2, 5, 8\) holds f16 numbers, and kv_dtype='bf16' asks for another type"),
