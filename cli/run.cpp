@@ -240,12 +240,12 @@ std::uint64_t array_bytes(const Array& a) {
 }
 
 // The files, in the chain's order, each charged to the budget as it is read (the reader refuses to
-// go past what is left); a mask may hold −∞, which never attends.
+// go past what is left of the limit); a mask may hold −∞, which never attends.
 std::vector<Array> load(const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
     std::vector<Array> arrays;
     for (const auto& [operand, path] : files.in_order()) {
         ReadOptions r = o.read;
-        r.max_bytes = budget.left();
+        r.taken = budget.used();
         r.minus_infinity = operand == "mask";
         const Array& a = arrays.emplace_back(read_array(path, r));
         budget.charge(array_bytes(a), file_and_shape(path, a));

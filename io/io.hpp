@@ -51,9 +51,10 @@ std::string to_string(CellError::Problem problem);  // "not_a_number", "beyond_f
 std::string printable(std::string_view text);
 
 struct ReadOptions {
-    std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
-    bool csv_header = false;                           // a CSV's first line is a header to skip
-    bool minus_infinity = false;                       // −∞ is a value (an additive mask's "never"); +∞ is not
+    std::uint64_t max_bytes = std::uint64_t{8} << 30;  // the limit: refuse a matrix that would need more (8 GiB)
+    std::uint64_t taken = 0;      // of the limit, what was taken before this read (attn run's earlier files)
+    bool csv_header = false;      // a CSV's first line is a header to skip
+    bool minus_infinity = false;  // −∞ is a value (an additive mask's "never"); +∞ is not
 };
 
 // An array's dimensions, outermost first, as NumPy's `shape`: {} for a scalar, {H, L, E} for heads.

@@ -883,8 +883,8 @@ TEST_CASE("attn run --kv-dtype refuses what a cache cannot do, with exit 2 and n
                   "run: --kv-dtype applies to the keys and values of --q/--k/--v, not to the --x layer form");
     // the cache is charged to the budget after the files (4·8·4 + 2·2·300·8·4 bytes): 2·300·8·2 for K
     check_refused(core + " --kv-dtype f16 --max-memory 40K",
-                  q + ", " + k + ", " + k + ": K cached as f16 (1×2×300×8) needs 9 KiB on top of 37 KiB already " +
-                      "taken, more than the --max-memory limit of 40 KiB");
+                  q + ", " + k + ", " + k + ": K cached as f16 (1×2×300×8) needs 9.37 KiB on top of 37.62 KiB " +
+                      "already taken, more than the --max-memory limit of 40 KiB");
     attn::Matrix large = random_matrix(2 * 300, 8, rng);
     large(301, 2) = 65520.0f;  // the midpoint between the largest float16 and 2¹⁶: a tie, to ∞
     const std::string v = nd_file(dir, "v.npy", large, {2, 300, 8});

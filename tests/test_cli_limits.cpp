@@ -80,6 +80,15 @@ TEST_CASE("attn run: --max-memory covers S and scratch, printing needs none, and
     check_refused(run_attn(inputs + " --max-memory 20"), "more than the --max-memory limit of 20 bytes");
 }
 
+TEST_CASE("attn run: --max-memory's refusal names the limit as given and what the run needs", "[cli][limits]") {
+    const TempDir dir;
+    const std::string half = dir.file("q.npy", Matrix(512, 256)), whole = dir.file("v.npy", Matrix(1024, 256));
+    // 512 KiB twice, then 1 MiB more: past 1536K (1.5 MiB), with 512 KiB of it still free
+    check_refused(run_attn("run --q " + half + " --k " + half + " --v " + whole + " --max-memory 1536K"),
+                  whole + ": shape (1024, 256) needs 1 MiB on top of 1 MiB already taken, more than the --max-memory " +
+                      "limit of 1.5 MiB");
+}
+
 TEST_CASE("attn run: the whole run is charged before step 1 runs, so a run too large does no work first",
           "[cli][limits]") {
     const TempDir dir;
@@ -449,7 +458,8 @@ TEST_CASE("attn run on heads: --max-memory charges every head and the mask befor
     const std::string mask = dir.text("m.npy", bits + std::string(8 * 512 * 512, '\1'));
     check_refused(
         run_attn("run --q " + q + " --k " + q + " --v " + q + " --max-memory 2M --backend fused --mask " + mask),
-        mask + ": shape (1, 8, 512, 512) needs 2 MiB, more than the --max-memory limit");
+        mask + ": shape (1, 8, 512, 512) needs 2 MiB on top of 384 KiB already taken, more than the --max-memory "
+               "limit of 2 MiB");
     // zero-width heads claiming 2⁴⁸ of them hold no data, and are refused by their width, not allocated
     const std::string huge = nd("h.npy", Matrix(0, 0), {65536, 65536, 65536, 0});
     check_refused(run_attn("run --q " + huge + " --k " + huge + " --v " + huge + " --out " + dir.at("h")), "E = 0");

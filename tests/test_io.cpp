@@ -153,11 +153,11 @@ TEST_CASE("shapes that overflow or exceed --max-memory are refused before alloca
         error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0)),
         Contains("too large to count"));
     CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }", 0)),
-               Contains("needs 37 GiB, more than the --max-memory limit of 8 GiB"));
+               Contains("needs 37.25 GiB, more than the --max-memory limit of 8 GiB"));
     attn::ReadOptions small;
     small.max_bytes = 1000;
     CHECK_THAT(error_of(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (20, 20), }", 1600), small),
-               Contains("needs 1 KiB, more than the --max-memory limit of 1000 bytes"));
+               Contains("needs 1.56 KiB, more than the --max-memory limit of 1000 bytes"));
     CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n", small), Contains("(no error)"));
     small.max_bytes = 16;
     CHECK_THAT(csv_error_of("1,2,3\n4,5,6\n", small), Contains("more than the --max-memory limit"));

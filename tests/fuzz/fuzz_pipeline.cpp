@@ -202,7 +202,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         for (std::size_t k = 0; k < files.size(); ++k) {
             attn::ReadOptions options;
-            options.max_bytes = budget.left();
+            options.max_bytes = budget.limit();
+            options.taken = budget.used();
             const std::string name = "file" + std::to_string(k);
             m.push_back(flags & 8 ? attn::parse_csv(files[k], name + ".csv", options)
                                   : attn::parse_npy(files[k], name + ".npy", options));
