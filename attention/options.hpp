@@ -33,7 +33,7 @@ enum class Backend {
 // files passes the files' names (`attn run` does), so that an error says "k.npy (4×3) and v.npy
 // (9×3) must have the same number of rows" as it is raised, and nobody rewrites it afterwards.
 struct OperandNames {
-    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO";
+    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO", mask = "the mask";
 };
 
 // A mask over the scores, as PyTorch's attn_mask: boolean (true: the query may attend to the key;
@@ -62,8 +62,10 @@ struct AttentionOptions {
     Scale scale = Scale::sqrt_dk;
     // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S); positive and finite.
     std::optional<float> explicit_scale = std::nullopt;
-    // Threads the fast backends may use: 0 for OpenMP's default (OMP_NUM_THREADS, or every core);
-    // whatever another library in the process has set, a positive number is what runs.
+    // Threads the fast backends may use: 0 for OpenMP's count as it stands (OMP_NUM_THREADS, or every
+    // core, unless another library in the process changed it); a positive count is what runs, whatever
+    // another library set, up to the CPUs this process may run on (a larger count runs that many:
+    // more threads than CPUs would only take turns). A negative count is refused.
     int threads = 0;
     Backend backend = Backend::naive;
     // When given, every buffer the call allocates (its results, S/α, the kernels' scratch) is charged
@@ -80,6 +82,11 @@ struct AttentionOptions {
     // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
     bool keep_for_backward = false;
 };
+
+// The threads of every core this process may use, counted as OpenMP counts them before any library
+// changes its count: OMP_NUM_THREADS (its first number) when set, else the CPUs this process may run
+// on; at most OMP_THREAD_LIMIT and those CPUs. 1 without OpenMP. (Python's threads=None.)
+int every_core();
 
 // X's width does not meet the weights' d_model (or the weights disagree on it). Its own type, so that
 // a caller who knows a likely cause can say so: `attn run` suggests --torch-weights, since

@@ -190,5 +190,9 @@ std::string cpu_model();
 bool openmp_built();
 int max_threads();
 void set_max_threads(int threads);  // omp_set_num_threads; does nothing without OpenMP
+int cores();                        // the CPUs this process may run on (omp_get_num_procs; 1 without OpenMP)
+// The threads a team gets where nobody changed OpenMP's count: OMP_NUM_THREADS (its first number) when
+// set, else cores(); at most OMP_THREAD_LIMIT. 1 without OpenMP.
+int default_team();
 
 }  // namespace attn::simd
