@@ -2,25 +2,22 @@
 // (“step 3” in square brackets, and so on) that docs/lesson-03.md links to, with its formula and
 // shapes in the comment above it. Sizes: n query tokens, m key/value tokens (m = n in
 // self-attention), d_model embedding width, d_k query/key width, d_v value width. Below the steps:
-// the functions a caller calls, which check the inputs, charge a memory budget and choose between
-// the steps and the fused kernel.
+// how a score is scaled. The functions a caller calls (attention/calls.cpp) describe their call for
+// the one path (attention/run.cpp), which checks, charges and then runs these steps on every head.
 #include "attention/attention.hpp"
 
 #include <cmath>
-#include <utility>
 
 #include "attention/backends.hpp"
-#include "attention/guards.hpp"
-#include "attention/plan.hpp"
+#include "attention/chain.hpp"
 
 namespace attn {
 
-namespace {
+namespace chain {
 
 // Steps 1–2: X → Q, K, V.
-SingleHeadAttention::Projections projection_steps_1_2(const Matrix& X, const Matrix& W_Q, const Matrix& W_K,
-                                                      const Matrix& W_V, Backend b) {
-    SingleHeadAttention::Projections p;
+void project(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, Backend b,
+             SingleHeadAttention::Projections& p) {
     // [step 1] X = [x_1; …; x_n]: one d_model-wide embedding per token    (n×d_model)
     // [step 2.Q] Q = X·W_Q     (n×d_model)·(d_model×d_k) → (n×d_k);  what each token is looking for
     backends::matmul_into(X, W_Q, p.Q, b);
@@ -28,8 +25,9 @@ SingleHeadAttention::Projections projection_steps_1_2(const Matrix& X, const Mat
     backends::matmul_into(X, W_K, p.K, b);
     // [step 2.V] V = X·W_V     (n×d_model)·(d_model×d_v) → (n×d_v);  what each token hands over when chosen
     backends::matmul_into(X, W_V, p.V, b);
-    return p;
 }
+
+namespace {
 
 // Steps 3–6: Q, K, V → O, on the materialised backends (naive, simd, parallel).
 void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
@@ -51,58 +49,17 @@ void attention_steps_3_to_6(const Matrix& Q, const Matrix& K, const Matrix& V, c
 
 }  // namespace
 
-// The functions a caller calls: checks first, then the budget, then the steps.
-
-// Steps 1–2, with their checks and budget.
-SingleHeadAttention::Projections SingleHeadAttention::project(const Matrix& X, const AttentionOptions& options) const {
-    guards::check_projection_shapes(X, W_Q_, options.names);
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run = Plan(options).projection(X.rows(), X.cols(), W_Q_.cols(), W_V_.cols()).charge();
-    guards::check_projection_values(X, W_Q_, W_K_, W_V_, options.names);  // float range, before any work
-    return projection_steps_1_2(X, W_Q_, W_K_, W_V_, run.backend);
-}
-
 // Steps 3–6 by the backend asked for: the lesson's steps one by one (above), or the fused kernel,
 // which computes the same O in one tiled pass without S or α.
-void scaled_dot_product_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                       const AttentionOptions& options, AttentionResult& out) {
-    guards::check_attention_shapes(Q, K, V, options, out);
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run = Plan(options).attention(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
-    guards::check_attention_values(Q, K, V, options);  // float range and the mask's values, before any work
+void forward(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options, AttentionResult& out) {
     const float scale = score_factor(options, Q.cols());
     // [steps 3–6 fused] O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v) → (n×d_v);  one tiled pass, no S, no α
     //   dtype bf16: the same pass with Q, K, V and each tile of α rounded to bfloat16, summed in float
-    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, run, out);
-    attention_steps_3_to_6(Q, K, V, run, out);
+    if (options.backend == Backend::fused) return backends::fused_attention_into(Q, K, V, scale, options, out);
+    attention_steps_3_to_6(Q, K, V, options, out);
 }
 
-// The lesson's SingleHeadAttention.forward: steps 1–2, then 3–6. With a budget, everything both
-// stages allocate is charged before step 1 runs: a run too large is refused before any work.
-AttentionResult SingleHeadAttention::forward(const Matrix& X, const AttentionOptions& options) const {
-    guards::check_projection_shapes(X, W_Q_, options.names);
-    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run = Plan(options).projection(n, X.cols(), d_k, d_v).attention(n, n, d_k, d_v).charge();
-    const Projections p = project(X, run);
-    return scaled_dot_product_attention(p.Q, p.K, p.V, run);
-}
-
-AttentionResult scaled_dot_product_attention(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                             const AttentionOptions& options) {
-    AttentionResult result;
-    scaled_dot_product_attention_into(Q, K, V, options, result);
-    return result;
-}
-
-SingleHeadAttention::SingleHeadAttention(Matrix W_Q, Matrix W_K, Matrix W_V, const OperandNames& names)
-    : W_Q_(std::move(W_Q)), W_K_(std::move(W_K)), W_V_(std::move(W_V)) {
-    guards::check_weights(W_Q_, W_K_, W_V_, names);
-}
-
-void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers) {
-    for (const backends::Buffer& buffer : buffers) budget.charge(buffer.bytes, buffer.name);
-}
+}  // namespace chain
 
 float score_factor(const AttentionOptions& options, std::size_t d_k) {
     return options.explicit_scale ? *options.explicit_scale : scale_factor(options.scale, d_k);
@@ -115,27 +72,6 @@ float scale_factor(Scale scale, std::size_t d_k) {
         case Scale::none: return 1.0f;
     }
     return 1.0f;
-}
-
-std::string to_string(Scale scale) {
-    switch (scale) {
-        case Scale::sqrt_dk: return "sqrt";
-        case Scale::dk: return "dk";
-        case Scale::none: return "none";
-    }
-    return "?";
-}
-
-std::string to_string(Dtype dtype) { return dtype == Dtype::bf16 ? "bf16" : "f32"; }
-
-std::string to_string(Backend backend) {
-    switch (backend) {
-        case Backend::naive: return "naive";
-        case Backend::simd: return "simd";
-        case Backend::parallel: return "parallel";
-        case Backend::fused: return "fused";
-    }
-    return "?";
 }
 
 }  // namespace attn

@@ -108,12 +108,6 @@ private:
     Matrix W_Q_, W_K_, W_V_;
 };
 
-// Charges each buffer to the budget by its name (std::length_error at the first that does not fit).
-namespace backends {
-struct Buffer;
-}
-void charge(MemoryBudget& budget, const std::vector<backends::Buffer>& buffers);
-
 // Every gradient of one backward pass of the layer, for the walkthrough and the tests (trace_backward).
 struct BackwardTrace {
     Matrix dO;                    // ∂L/∂O, as given

@@ -93,37 +93,9 @@ Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend) {
     return S.S;
 }
 
-bool fused_decodes(std::size_t n, Dtype dtype) { return n < simd::MR / 2 && dtype == Dtype::f32; }
-
-namespace {
-
-// One head of a few rows by the decode kernel: a group of one query head, its mask row by row.
-void decode_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, const AttentionOptions& options,
-                 const simd::ScoreTerms* terms, AttentionResult& out) {
-    std::vector<simd::ScoreTerms> rows;
-    for (std::size_t i = 0; terms && i < Q.rows(); ++i)
-        rows.push_back({static_cast<const unsigned char*>(terms->data) +
-                            std::ptrdiff_t(i) * terms->row_stride * std::ptrdiff_t(terms->boolean ? 1 : sizeof(float)),
-                        terms->boolean, 0, terms->col_stride});
-    out.output.resize_for_overwrite(Q.rows(), V.cols());
-    simd::decode_attention_into({.Q = Q.data(),
-                                 .K = K.data(),
-                                 .V = V.data(),
-                                 .groups = 1,
-                                 .rows = Q.rows(),
-                                 .positions = Q.rows(),
-                                 .keys = K.rows(),
-                                 .d_k = K.cols(),
-                                 .d_v = V.cols(),
-                                 .scale = scale,
-                                 .causal = options.causal,
-                                 .row_terms = terms ? rows.data() : nullptr,
-                                 .O = out.output.data(),
-                                 .log_sum_exp = options.keep_for_backward ? out.log_sum_exp.data() : nullptr},
-                                fused_threads(options));
+bool decodes(Backend backend, Dtype dtype, std::size_t L, KvDtype cache) {
+    return backend == Backend::fused && dtype == Dtype::f32 && (cache != KvDtype::f32 || L < simd::MR / 2);
 }
-
-}  // namespace
 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
                           const AttentionOptions& options, AttentionResult& out) {
@@ -135,7 +107,6 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
     if (options.dtype == Dtype::bf16)
         return simd::fused_attention_bf16_into(Q, K, V, scale, options.causal, out.output, fused_threads(options),
                                                simd::blocking(), given);
-    if (fused_decodes(Q.rows(), options.dtype)) return decode_into(Q, K, V, scale, options, given, out);
     simd::fused_attention_into(Q, K, V, scale, options.causal, out.output, keep ? out.log_sum_exp.data() : nullptr,
                                fused_threads(options), simd::blocking(), given);
 }
@@ -220,19 +191,6 @@ std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::
     return buffers;
 }
 
-std::vector<Buffer> attention_result_buffers(std::size_t n, std::size_t m, std::size_t d_v, Backend backend,
-                                             bool keep_for_backward) {
-    std::vector<Buffer> buffers;
-    if (backend != Backend::fused)
-        buffers.push_back({of("S/α", n, m) + " of steps 3–5 on the " + to_string(backend) +
-                               " backend; --backend fused never stores S",
-                           matrix_bytes(n, m)});
-    else if (keep_for_backward)
-        buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
-    buffers.push_back({of("O", n, d_v) + " of step 6", matrix_bytes(n, d_v)});
-    return buffers;
-}
-
 std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                                               Backend backend, Dtype dtype) {
     const std::string on = " on the " + to_string(backend) + " backend";
@@ -240,7 +198,6 @@ std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std:
     if (backend != Backend::fused)
         return {{"the packed panels of Kᵀ and V (steps 3 and 6" + on + ")",
                  packing_of({simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v)})}};
-    if (fused_decodes(n, dtype)) return decode_scratch_buffers(1, n, m, d_k, d_v, Storage::f32);
     const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
     return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                  ", one score block and two panels each" +
@@ -255,19 +212,6 @@ std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows,
                  (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
              checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
             {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge", scratch.shared}};
-}
-
-std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
-                                      bool keep_for_backward, Dtype dtype) {
-    std::vector<Buffer> buffers = attention_result_buffers(n, m, d_v, backend, keep_for_backward);
-    for (Buffer& buffer : attention_scratch_buffers(n, m, d_k, d_v, backend, dtype)) buffers.push_back(buffer);
-    return buffers;
-}
-
-std::vector<Buffer> attention_gradient_result_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
-    return {{of("dQ", n, d_k) + " of grad 3", matrix_bytes(n, d_k)},
-            {of("dK", m, d_k) + " of grad 3", matrix_bytes(m, d_k)},
-            {of("dV", m, d_v) + " of grad 6", matrix_bytes(m, d_v)}};
 }
 
 std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
@@ -300,13 +244,6 @@ std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_
     buffers.push_back({"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
                        packing_of({simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m),
                                    simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)})});
-    return buffers;
-}
-
-std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                               Backend backend) {
-    std::vector<Buffer> buffers = attention_gradient_result_buffers(n, m, d_k, d_v);
-    for (Buffer& buffer : attention_gradient_scratch_buffers(n, m, d_k, d_v, backend)) buffers.push_back(buffer);
     return buffers;
 }
 
@@ -350,6 +287,7 @@ attn::BuildInfo attn::build_info() {
             simd::batch_width(),
             simd::openmp_built(),
             simd::max_threads(),
+            simd::cores(),
             simd::last_team_size(),
             simd::cpu_model(),
             simd::describe(simd::caches()),

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/call.hpp"
 #include "attention/options.hpp"
 
 namespace attn::backends {
@@ -35,8 +36,7 @@ ScaledScores mask(const ScaledScores& S, const AttentionOptions& options, Backen
 // α = softmax_row(S') in S's own buffer, which it returns under its new name (step 5).
 Matrix& softmax_rows_in_place(const ScaledScores& S, Backend backend);
 // O = softmax(scale·Q·Kᵀ [masked])·V in one tiled pass (Backend::fused only): out.output is O,
-// out.weights is left empty (0×0), since α is never formed. With few query rows, by the decode
-// kernel instead (fused_decodes).
+// out.weights is left empty (0×0), since α is never formed.
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale,
                           const AttentionOptions& options, AttentionResult& out);
 
@@ -51,43 +51,32 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
                                    const Matrix& dO, float scale, const AttentionOptions& options,
                                    AttentionGradients& out);
 
-// What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its results
-// and its kernels' scratch, on this backend (attention/backends.cpp, beside the kernel calls they
-// account for). Checked arithmetic: std::length_error when a size cannot even be counted.
-struct Buffer {
-    std::string name;  // "S, then α (65536×65536) of steps 3–5", …
-    std::uint64_t bytes;
-};
-// Whether Backend::fused computes n query rows of a head by the decode kernel (simd/decode.cpp), not
-// the fused one: n < MR / 2. The fused kernel takes a head's rows in strips of MR = 6, its register
-// tile: a head of 1 or 2 rows (one token at a time, or two in speculative decoding) leaves more than
-// half of the tile's rows on padding, makes one block of queries for the team (one thread works)
-// and, with heads, reads its key/value head once per query head. The decode kernel shares the keys
-// out over the threads instead, and reads a key/value head once for all its query heads
-// (attention/heads.cpp). bf16 products have no decode kernel: dtype bf16 stays on the fused one.
-bool fused_decodes(std::size_t n, Dtype dtype);
+// Which kernel a forward runs on the fused backend: the decode kernel (simd/decode.cpp), not the
+// fused one, for every 16-bit cache, and for float keys and values when a query head has few rows,
+// L < MR / 2. The fused kernel takes a head's rows in strips of MR = 6, its register tile: a head of 1
+// or 2 rows (one token at a time, or two in speculative decoding) leaves more than half of the tile's
+// rows on padding, makes one block of queries for the team (one thread works) and, with heads, reads
+// its key/value head once per query head. The decode kernel shares the keys out over the threads
+// instead, and reads a key/value head once for all its query heads (attention/heads.cpp). bf16
+// products have no decode kernel: dtype bf16 stays on the fused one.
+bool decodes(Backend backend, Dtype dtype, std::size_t L, KvDtype cache);
+
+// What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its kernels'
+// scratch and, for steps 1–2 and grads 2–1, its results, on this backend (attention/backends.cpp,
+// beside the kernel calls they account for); the plan (attention/plan.cpp) adds the stacks of
+// results of every head. Checked arithmetic: std::length_error when a size cannot even be counted.
+//
 // The decode kernel's scratch for `groups` key/value heads of `rows` query rows each against m keys.
 std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
                                            std::size_t d_v, Storage type);
-
-// Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v).
+// Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v), and the products' scratch.
 std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
                                        Backend backend);
-// Steps 3–6: Q (n×d_k), K (m×d_k), V (m×d_v) → O (n×d_v), and α (n×m) unless the backend is fused
-// (which, keeping for the backward, keeps n log-sum-exps).
-std::vector<Buffer> attention_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend backend,
-                                      bool keep_for_backward = false, Dtype dtype = Dtype::f32);
-// … which are its results (O, α or L), and the scratch its kernels use (Kᵀ, packed panels, the fused
-// kernel's per-thread blocks): a batch of heads keeps one set of results per head and one set of
-// scratch per head running at once.
-std::vector<Buffer> attention_result_buffers(std::size_t n, std::size_t m, std::size_t d_v, Backend backend,
-                                             bool keep_for_backward);
+// Steps 3–6 of one head, Q (n×d_k), K (m×d_k), V (m×d_v): the scratch its kernels use (Kᵀ, packed
+// panels, the fused kernel's per-thread blocks).
 std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                                               Backend backend, Dtype dtype);
-// Grads 6–3: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v); likewise results and scratch.
-std::vector<Buffer> attention_gradient_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                               Backend backend);
-std::vector<Buffer> attention_gradient_result_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
+// Grads 6–3 of one head: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v), the scratch alike.
 std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                                                        Backend backend);
 // Grads 2–1: dQ, dK, dV → dW_Q (d_model×d_k), dW_K, dW_V (d_model×d_v), dX (n×d_model).
@@ -107,6 +96,7 @@ struct BuildInfo {
     std::size_t batch_width;             // floats per vector
     bool openmp;                         // false: parallel and fused run on one thread
     int threads;                         // threads a team gets (OMP_NUM_THREADS or every core, ≤ OMP_THREAD_LIMIT)
+    int cores;                           // the CPUs this process may run on: the most threads a call's count asks
     int last_team;                       // threads of the last team a fused forward or a team of heads started
     std::string cpu;                     // the CPU's model name, as the OS reports it
     std::string caches;                  // the cache sizes found, e.g. "L1d 32 KiB 8-way, L2 512 KiB 8-way, …"

@@ -9,12 +9,8 @@
 //
 // Two rules give every product's gradient: for C = A·B,  dA = dC·Bᵀ  and  dB = Aᵀ·dC
 // (C_ij = Σ_p A_ip·B_pj, so ∂L/∂A_ip = Σ_j dC_ij·B_pj, and ∂L/∂B_pj = Σ_i A_ip·dC_ij).
-#include <utility>
-
-#include "attention/attention.hpp"
 #include "attention/backends.hpp"
-#include "attention/guards.hpp"
-#include "attention/plan.hpp"
+#include "attention/chain.hpp"
 #include "matrix/ops.hpp"
 
 namespace attn {
@@ -44,9 +40,24 @@ void attention_gradients_6_to_3(const Matrix& Q, const Matrix& K, const Matrix& 
     backends::transposed_matmul_into(dS_scaled, Q, g.dK, b);
 }
 
+}  // namespace
+
+namespace chain {
+
+// Grads 6–3 by the backend asked for: the lesson's gradients one by one (above), or the fused kernel,
+// which recomputes α from the log-sum-exp tile by tile.
+void backward(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward, const Matrix& dO,
+              const AttentionOptions& options, AttentionGradients& g) {
+    const float scale = score_factor(options, Q.cols());
+    // [grads 6–3 fused] (dQ, dK, dV) = backward of O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v);  α recomputed from L, never stored
+    if (options.backend == Backend::fused)
+        return backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, options, g);
+    attention_gradients_6_to_3(Q, K, V, forward.weights, dO, options, g);
+}
+
 // Grads 2–1: dQ, dK, dV → dW_Q, dW_K, dW_V, dX.
-void projection_gradients_2_1(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
-                              const AttentionGradients& a, Backend b, SingleHeadAttention::Gradients& g) {
+void project_backward(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,
+                      const AttentionGradients& a, Backend b, SingleHeadAttention::Gradients& g) {
     const auto path = [b](const Matrix& dM, const Matrix& W) {  // dM·Wᵀ: one path back to X (n×d_model)
         Matrix P;
         backends::matmul_transposed_into(dM, W, P, b);
@@ -64,83 +75,6 @@ void projection_gradients_2_1(const Matrix& X, const Matrix& W_Q, const Matrix& 
     add_in_place(g.dX, path(a.dV, W_V));
 }
 
-}  // namespace
-
-// The functions a caller calls: checks first, then the budget, then the gradients.
-
-void scaled_dot_product_attention_backward_into(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                                const AttentionResult& forward, const Matrix& dO,
-                                                const AttentionOptions& options, AttentionGradients& g) {
-    guards::check_backward_shapes(Q, K, V, forward, dO, options, g);
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run = Plan(options).attention_gradients(Q.rows(), K.rows(), Q.cols(), V.cols()).charge();
-    guards::check_backward_values(Q, K, V, dO, options);  // float range, before any work
-    const float scale = score_factor(options, Q.cols());
-    // [grads 6–3 fused] (dQ, dK, dV) = backward of O = softmax(scale·Q·Kᵀ)·V   (n×d_k), (m×d_k), (m×d_v);  α recomputed from L, never stored
-    if (options.backend == Backend::fused)
-        return backends::fused_attention_backward_into(Q, K, V, forward, dO, scale, run, g);
-    attention_gradients_6_to_3(Q, K, V, forward.weights, dO, run, g);
-}
-
-AttentionGradients scaled_dot_product_attention_backward(const Matrix& Q, const Matrix& K, const Matrix& V,
-                                                         const AttentionResult& forward, const Matrix& dO,
-                                                         const AttentionOptions& options) {
-    AttentionGradients g;
-    scaled_dot_product_attention_backward_into(Q, K, V, forward, dO, options, g);
-    return g;
-}
-
-SingleHeadAttention::Gradients SingleHeadAttention::backward(const Matrix& X, const Projections& projections,
-                                                             const AttentionResult& result, const Matrix& dO,
-                                                             const AttentionOptions& options) const {
-    guards::check_projection_shapes(X, W_Q_, options.names);
-    guards::check_backward_shapes(projections.Q, projections.K, projections.V, result, dO, options, {});
-    const std::size_t n = X.rows(), d_k = W_Q_.cols(), d_v = W_V_.cols();
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run =
-        Plan(options).attention_gradients(n, n, d_k, d_v).projection_gradients(n, X.cols(), d_k, d_v).charge();
-    // float range of both stages, before any work
-    const guards::GradientBounds bounds =
-        guards::check_backward_values(projections.Q, projections.K, projections.V, dO, options);
-    guards::check_projection_gradient_values(X, W_Q_, W_K_, W_V_, bounds, options.names);
-    Gradients g;
-    g.qkv = scaled_dot_product_attention_backward(projections.Q, projections.K, projections.V, result, dO, run);
-    projection_gradients_2_1(X, W_Q_, W_K_, W_V_, g.qkv, options.backend, g);
-    return g;
-}
-
-AttentionPass attention_forward_backward(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
-                                         const AttentionOptions& options) {
-    guards::check_attention_shapes(Q, K, V, options, AttentionResult{});
-    guards::check_grad_output_shape(Q.rows(), V.cols(), dO, options);
-    const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run =
-        Plan(options).keeping_for_backward().attention(n, m, d_k, d_v).attention_gradients(n, m, d_k, d_v).charge();
-    AttentionPass pass;
-    scaled_dot_product_attention_into(Q, K, V, run, pass.result);
-    scaled_dot_product_attention_backward_into(Q, K, V, pass.result, dO, run, pass.gradients);
-    return pass;
-}
-
-SingleHeadAttention::Pass SingleHeadAttention::forward_backward(const Matrix& X, const Matrix& dO,
-                                                                const AttentionOptions& options) const {
-    guards::check_projection_shapes(X, W_Q_, options.names);
-    const std::size_t n = X.rows(), d_model = X.cols(), d_k = W_Q_.cols(), d_v = W_V_.cols();
-    guards::check_grad_output_shape(n, d_v, dO, options);
-    const ScopedThreads threads(options.threads);
-    const AttentionOptions run = Plan(options)
-                                     .keeping_for_backward()
-                                     .projection(n, d_model, d_k, d_v)
-                                     .attention(n, n, d_k, d_v)
-                                     .attention_gradients(n, n, d_k, d_v)
-                                     .projection_gradients(n, d_model, d_k, d_v)
-                                     .charge();
-    Pass pass;
-    pass.projections = project(X, run);
-    scaled_dot_product_attention_into(pass.projections.Q, pass.projections.K, pass.projections.V, run, pass.result);
-    pass.gradients = backward(X, pass.projections, pass.result, dO, run);
-    return pass;
-}
+}  // namespace chain
 
 }  // namespace attn

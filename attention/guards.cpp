@@ -1,4 +1,4 @@
-// attention/guards.cpp — the checks the chain makes before any work: shapes, NaN and ±inf, and
+// attention/guards.cpp — the values step of every call, before any work: NaN and ±inf, and the
 // float32 range decided from the inputs alone.
 //
 // Why range is decided from the inputs: checking results instead lets a borderline sum overflow in
@@ -6,6 +6,11 @@
 // Bounds that hold for every order:
 //   step 2: |Q_ij| = |x_i·(column j of W_Q)| ≤ ‖x_i‖·‖column j‖, and so is every partial sum;
 //   step 3: |S_ij| = |q_i·k_j| ≤ ‖q_i‖·‖k_j‖ (Cauchy–Schwarz), likewise;
+//   step 4: the kernels add up s'_ij = scale·S_ij + M_ij (the mask's term): under the largest float32
+//           when 2·scale·max‖q_i‖·max‖k_j‖ (the factor 2 for the rounding of the product's sum) plus
+//           the largest finite term does not exceed it. Only a positive term can push a score up to +∞;
+//           a negative one (down to float32's lowest, as many models mask) at worst makes it −∞,
+//           which every backend reads as masked;
 //   step 6: the fused backend adds up e^(s_ij − m_i)·v_j before dividing by ℓ_i ≤ m, so every
 //           entry stays ≤ m·max_j ‖v_j‖.
 // Each bound must stay under half the largest float32 (1.7e38), which leaves room for rounding.
@@ -115,117 +120,71 @@ void check_bfloat16_range(const std::string& who, const std::string& name, const
 
 }  // namespace
 
-void check_attention_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options,
-                            const AttentionResult& out) {
-    const OperandNames& name = options.names;
-    for (const auto& [result_name, result] : {std::pair{"output", &out.output}, {"weights", &out.weights}})
-        for (const auto& [input, M] : {std::pair{&name.Q, &Q}, {&name.K, &K}, {&name.V, &V}})
-            if (result == M)
-                throw std::invalid_argument(std::string("scaled_dot_product_attention_into: the result's ") +
-                                            result_name + " is " + *input + " itself; the chain would overwrite " +
-                                            *input + " while it still reads it (pass a separate AttentionResult)");
-    const auto fail = [](const std::string& what) {
-        throw std::invalid_argument("scaled_dot_product_attention: " + what);
-    };
-    const auto operand = [](const std::string& label, const Matrix& M) { return label + " (" + shape_string(M) + ")"; };
-    if (Q.cols() != K.cols()) fail(operand(name.Q, Q) + " and " + operand(name.K, K) + " must have the same width d_k");
-    if (K.rows() != V.rows())
-        fail(operand(name.K, K) + " and " + operand(name.V, V) + " must have the same number of rows m");
-    if (options.mask && !options.mask->data) fail("options.mask has no data (pass nullptr for no mask)");
-    if (options.explicit_scale && !(std::isfinite(*options.explicit_scale) && *options.explicit_scale > 0.0f))
-        fail("explicit_scale = " + std::to_string(*options.explicit_scale) + ": the scale must be positive and finite");
-    if (options.dtype == Dtype::bf16 && options.backend != Backend::fused)
-        fail("dtype bf16 runs on the fused backend only, not on the " + to_string(options.backend) + " backend");
-    if (options.dtype == Dtype::bf16 && options.keep_for_backward)
-        fail("dtype bf16 keeps nothing for a backward: it has none (use dtype f32)");
-    if (Q.cols() == 0)  // every score would be an empty sum, and ÷√d_k a division by zero
-        fail("d_k = 0: " + operand(name.Q, Q) + " and " + operand(name.K, K) + " have no columns to compare");
-}
-
 void check_row_norms(const RowNorms& largest, std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                     const OperandNames& name) {
+                     const ScaleAndTerms& scores, const OperandNames& name) {
     const std::string who = "scaled_dot_product_attention";
     for (const auto& [label, norm, rows, cols] :
          {std::tuple{&name.Q, largest.Q, n, d_k}, {&name.K, largest.K, m, d_k}, {&name.V, largest.V, m, d_v}})
         if (!std::isfinite(norm))
             throw std::invalid_argument(who + ": " + *label + " (" + shape_string(rows, cols) + ") holds NaN or ±inf");
-    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", largest.Q * largest.K);
+    const double products = largest.Q * largest.K;
+    check_float_range(who, "step 3 (S = Q·Kᵀ)", "max‖q_i‖·max‖k_j‖", products);
+    check_float_range(who, "step 4 (S' = scale·S + M, the mask's terms M added)",
+                      "scale·max‖q_i‖·max‖k_j‖ + ½·(the largest finite term of the mask)",
+                      double(scores.scale) * products + 0.5 * double(scores.largest_term));
     check_float_range(who, "step 6 (O = α·V, summed before ÷ℓ by the fused backend)", "m·max‖v_j‖",
                       double(m) * largest.V);
 }
 
+ScaleAndTerms scale_and_terms(const std::string& who, const AttentionOptions& options, const ScoreMask* mask,
+                              std::size_t n, std::size_t m, std::size_t d_k) {
+    const bool terms = mask && mask->kind == ScoreMask::Kind::additive;
+    return {score_factor(options, d_k), terms ? check_mask_values(who, *mask, n, m) : 0.0f};
+}
+
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
     const std::string who = "scaled_dot_product_attention";
+    const ScaleAndTerms scores = scale_and_terms(who, options, options.mask, Q.rows(), K.rows(), Q.cols());
     const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
     const std::vector<double> norms = largest_row_norms({&Q, &K, &V}, options.backend, flops);
-    check_row_norms({norms[0], norms[1], norms[2]}, Q.rows(), K.rows(), Q.cols(), V.cols(), options.names);
+    check_row_norms({norms[0], norms[1], norms[2]}, Q.rows(), K.rows(), Q.cols(), V.cols(), scores, options.names);
     if (options.dtype == Dtype::bf16) {  // V's entries are under half the largest float32 already (step 6's check)
         check_bfloat16_range(who, options.names.Q, Q, norms[0]);
         check_bfloat16_range(who, options.names.K, K, norms[1]);
     }
-    if (options.mask && options.mask->kind == ScoreMask::Kind::additive)
-        check_mask_values(who, *options.mask, Q.rows(), K.rows());
 }
 
-void check_mask_values(const std::string& who, const ScoreMask& mask, std::size_t n, std::size_t m) {
+float check_mask_values(const std::string& who, const ScoreMask& mask, std::size_t n, std::size_t m) {
     const auto* terms = static_cast<const float*>(mask.data);
-    for (std::size_t i = 0; i < (mask.row_stride ? n : 1); ++i)
-        for (std::size_t j = 0; j < (mask.col_stride ? m : 1); ++j) {
+    float largest = 0.0f;
+    for (std::size_t i = 0; i < (mask.row_stride ? n : std::min<std::size_t>(n, 1)); ++i)
+        for (std::size_t j = 0; j < (mask.col_stride ? m : std::min<std::size_t>(m, 1)); ++j) {
             const float t = terms[std::ptrdiff_t(i) * mask.row_stride + std::ptrdiff_t(j) * mask.col_stride];
             if (std::isnan(t) || t == std::numeric_limits<float>::infinity())
                 throw std::invalid_argument(who + ": the mask's term for query " + std::to_string(i) + ", key " +
                                             std::to_string(j) + " is " + (std::isnan(t) ? "NaN" : "+∞") +
                                             " (an additive mask may hold finite numbers and −∞ only)");
+            largest = std::max(largest, t);
         }
+    return largest;
 }
 
-// The backward runs in float32 only: a bf16 forward's rounding has no gradient written for it.
-void check_backward_dtype(const AttentionOptions& options) {
-    if (options.dtype == Dtype::bf16)
-        throw std::invalid_argument(
-            "scaled_dot_product_attention_backward: dtype bf16 has no backward (the gradients run in dtype f32)");
-}
-
-void check_grad_output_shape(std::size_t n, std::size_t d_v, const Matrix& dO, const AttentionOptions& options) {
-    check_backward_dtype(options);
-    if (dO.rows() != n || dO.cols() != d_v)
-        throw std::invalid_argument("scaled_dot_product_attention_backward: " + options.names.dO + " (" +
-                                    shape_string(dO) + ") must be " + shape_string(n, d_v) +
-                                    ", the shape of O: one gradient per output entry");
-}
-
-void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionResult& forward,
-                           const Matrix& dO, const AttentionOptions& options, const AttentionGradients& out) {
-    check_backward_dtype(options);
-    check_attention_shapes(Q, K, V, options, AttentionResult{});
-    const std::string who = "scaled_dot_product_attention_backward: ";
-    const OperandNames& name = options.names;
-    for (const Matrix* result : {&out.dQ, &out.dK, &out.dV, &out.dS})
-        for (const auto& [input, M] : {std::pair{&name.Q, &Q},
-                                       {&name.K, &K},
-                                       {&name.V, &V},
-                                       {&name.dO, &dO},
-                                       {nullptr, &forward.output},
-                                       {nullptr, &forward.weights},
-                                       {nullptr, &forward.log_sum_exp}})
-            if (result == M)
-                throw std::invalid_argument(who + "a gradient's buffer is " +
-                                            (input ? *input : std::string("the forward's")) +
-                                            " itself; the backward would overwrite it while it still reads it "
-                                            "(pass a separate AttentionGradients)");
-    const std::size_t n = Q.rows(), m = K.rows(), d_v = V.cols();
-    const auto expect = [&](const std::string& name, const Matrix& M, std::size_t rows, std::size_t cols,
-                            const std::string& why) {
-        if (M.rows() != rows || M.cols() != cols)
-            throw std::invalid_argument(who + name + " (" + shape_string(M) + ") must be " + shape_string(rows, cols) +
-                                        ", " + why);
-    };
-    check_grad_output_shape(Q.rows(), V.cols(), dO, options);
-    expect("the forward's output", forward.output, n, d_v, "the forward of these Q, K and V");
-    if (options.backend == Backend::fused)
-        expect("the forward's log-sum-exp", forward.log_sum_exp, n, 1,
-               "one per query row: run the fused forward with keep_for_backward");
-    else expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
+double largest_row_norm(const CacheView& cache) {
+    const HeadsShape& s = cache.shape;
+    double largest = 0.0;
+    for (std::size_t row = 0; row < s.batch * s.heads * s.rows; ++row) {
+        double sum = 0.0;
+        for (std::size_t j = 0; j < s.cols; ++j) {
+            const std::size_t k = row * s.cols + j;
+            const double x = cache.type == KvDtype::f32 ? static_cast<const float*>(cache.data)[k]
+                             : cache.type == KvDtype::bf16
+                                 ? from_bfloat16_bits(static_cast<const std::uint16_t*>(cache.data)[k])
+                                 : from_float16_bits(static_cast<const std::uint16_t*>(cache.data)[k]);
+            sum += x * x;
+        }
+        largest = larger_norm(largest, std::sqrt(sum));
+    }
+    return largest;
 }
 
 GradientBounds check_backward_values(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
@@ -233,17 +192,21 @@ GradientBounds check_backward_values(const Matrix& Q, const Matrix& K, const Mat
     const std::string who = "scaled_dot_product_attention_backward";
     const OperandNames& name = options.names;
     const double n = double(Q.rows()), m = double(K.rows());
+    const ScaleAndTerms scores = scale_and_terms(who, options, options.mask, Q.rows(), K.rows(), Q.cols());
     const std::vector<double> norms =
         largest_row_norms({&Q, &K, &V, &dO}, options.backend, 4.0 * n * m * double(Q.cols() + V.cols()));
     const double q = finite_row_norm(who, name.Q, Q, norms[0]), k = finite_row_norm(who, name.K, K, norms[1]),
                  v = finite_row_norm(who, name.V, V, norms[2]), g = finite_row_norm(who, name.dO, dO, norms[3]);
+    check_row_norms({q, k, v}, Q.rows(), K.rows(), Q.cols(), V.cols(), scores, name);  // the scores recomputed
     // |dα_ij| = |do_i·v_j| ≤ g·v, and so is rowsum(dα ⊙ α) (α ≥ 0 sums to 1), so |dα_ij − rowsum| ≤ 2·g·v;
-    // dV sums n terms α·do, dQ sums m terms dS·k, dK sums n terms dS·q (scale ≤ 1 only shrinks them).
-    const GradientBounds bounds{.dQ = 2 * m * g * v * k, .dK = 2 * n * g * v * q, .dV = n * g};
+    // dV sums n terms α·do, dQ sums m terms dS·k, dK sums n terms dS·q, dS = scale·dS' (the product
+    // before the scale is bounded too: the fast backends multiply by it last)
+    const double scale = std::max(1.0, double(scores.scale));
+    const GradientBounds bounds{.dQ = 2 * m * g * v * k * scale, .dK = 2 * n * g * v * q * scale, .dV = n * g};
     check_float_range(who, "grad 5 (dS' = α ⊙ (dα − rowsum(dα ⊙ α)))", "2·max‖do_i‖·max‖v_j‖", 2 * g * v);
     check_float_range(who, "grad 6 (dV = αᵀ·dO)", "n·max‖do_i‖", bounds.dV);
-    check_float_range(who, "grad 3 (dQ = dS·K)", "2·m·max‖do_i‖·max‖v_j‖·max‖k_j‖", bounds.dQ);
-    check_float_range(who, "grad 3 (dK = dSᵀ·Q)", "2·n·max‖do_i‖·max‖v_j‖·max‖q_i‖", bounds.dK);
+    check_float_range(who, "grad 3 (dQ = dS·K)", "2·m·max‖do_i‖·max‖v_j‖·max‖k_j‖·max(1, scale)", bounds.dQ);
+    check_float_range(who, "grad 3 (dK = dSᵀ·Q)", "2·n·max‖do_i‖·max‖v_j‖·max‖q_i‖·max(1, scale)", bounds.dK);
     return bounds;
 }
 
@@ -260,29 +223,10 @@ void check_projection_gradient_values(const Matrix& X, const Matrix& W_Q, const 
                       core.dQ * max_row_norm(W_Q) + core.dK * max_row_norm(W_K) + core.dV * max_row_norm(W_V));
 }
 
-void check_weights(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& name) {
-    const auto shapes = [&] {
-        return "; got " + name.W_Q + " (" + shape_string(W_Q) + "), " + name.W_K + " (" + shape_string(W_K) + "), " +
-               name.W_V + " (" + shape_string(W_V) + ")";
-    };
-    if (W_Q.rows() != W_K.rows() || W_K.rows() != W_V.rows())
-        throw DModelMismatch("SingleHeadAttention: all weights need d_model rows" + shapes());
-    const auto fail = [&](const std::string& what) {
-        throw std::invalid_argument("SingleHeadAttention: " + what + shapes());
-    };
-    if (W_Q.cols() != W_K.cols()) fail(name.W_Q + " and " + name.W_K + " need the same width d_k");
-    if (W_Q.cols() == 0)
-        fail("d_k = 0: " + name.W_Q + " and " + name.W_K + " have no columns, so there is nothing to compare");
+void check_weight_values(const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V, const OperandNames& name) {
     largest_row_norm("SingleHeadAttention", name.W_Q, W_Q);
     largest_row_norm("SingleHeadAttention", name.W_K, W_K);
     largest_row_norm("SingleHeadAttention", name.W_V, W_V);
-}
-
-void check_projection_shapes(const Matrix& X, const Matrix& W_Q, const OperandNames& name) {
-    if (X.cols() != W_Q.rows())
-        throw DModelMismatch("SingleHeadAttention::project: " + name.X + " (" + shape_string(X) +
-                             ") needs d_model = " + std::to_string(W_Q.rows()) + " columns to meet " + name.W_Q + " (" +
-                             shape_string(W_Q) + ")");
 }
 
 void check_projection_values(const Matrix& X, const Matrix& W_Q, const Matrix& W_K, const Matrix& W_V,

@@ -33,7 +33,7 @@ enum class Backend {
 // files passes the files' names (`attn run` does), so that an error says "k.npy (4×3) and v.npy
 // (9×3) must have the same number of rows" as it is raised, and nobody rewrites it afterwards.
 struct OperandNames {
-    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO";
+    std::string X = "X", W_Q = "W_Q", W_K = "W_K", W_V = "W_V", Q = "Q", K = "K", V = "V", dO = "dO", mask = "the mask";
 };
 
 // A mask over the scores, as PyTorch's attn_mask: boolean (true: the query may attend to the key;
@@ -62,8 +62,10 @@ struct AttentionOptions {
     Scale scale = Scale::sqrt_dk;
     // PyTorch's scale=: when set, used instead of `scale` (S' = explicit_scale·S); positive and finite.
     std::optional<float> explicit_scale = std::nullopt;
-    // Threads the fast backends may use: 0 for OpenMP's default (OMP_NUM_THREADS, or every core);
-    // whatever another library in the process has set, a positive number is what runs.
+    // Threads the fast backends may use: 0 for OpenMP's count as it stands (OMP_NUM_THREADS, or every
+    // core, unless another library in the process changed it); a positive count is what runs, whatever
+    // another library set, up to the CPUs this process may run on (a larger count runs that many:
+    // more threads than CPUs would only take turns). A negative count is refused.
     int threads = 0;
     Backend backend = Backend::naive;
     // When given, every buffer the call allocates (its results, S/α, the kernels' scratch) is charged
@@ -80,6 +82,11 @@ struct AttentionOptions {
     // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
     bool keep_for_backward = false;
 };
+
+// The threads of every core this process may use, counted as OpenMP counts them before any library
+// changes its count: OMP_NUM_THREADS (its first number) when set, else the CPUs this process may run
+// on; at most OMP_THREAD_LIMIT and those CPUs. 1 without OpenMP. (Python's threads=None.)
+int every_core();
 
 // X's width does not meet the weights' d_model (or the weights disagree on it). Its own type, so that
 // a caller who knows a likely cause can say so: `attn run` suggests --torch-weights, since
@@ -106,15 +113,26 @@ struct AttentionGradients {
                 // (0×0) with Backend::fused, which never forms it.
 };
 
+// Each option's names (attention/options.cpp), as every front end spells them: to_string gives an
+// option's name, X_from_string reads one back. An unknown name is refused with std::invalid_argument
+// listing the known ones, under the name the caller gives the option (`option`: "--backend" on the
+// command line, "backend" in Python): "--backend must be one of naive, simd, parallel and fused, got 'gpu'".
+inline constexpr Scale all_scales[] = {Scale::sqrt_dk, Scale::dk, Scale::none};
+inline constexpr Backend all_backends[] = {Backend::naive, Backend::simd, Backend::parallel, Backend::fused};
+inline constexpr Dtype all_dtypes[] = {Dtype::f32, Dtype::bf16};
 std::string to_string(Scale scale);      // "sqrt", "dk", "none"
 std::string to_string(Backend backend);  // "naive", "simd", "parallel", "fused"
 std::string to_string(Dtype dtype);      // "f32", "bf16"
+Scale scale_from_string(const std::string& name, const std::string& option = "scale");
+Backend backend_from_string(const std::string& name, const std::string& option = "backend");
+Dtype dtype_from_string(const std::string& name, const std::string& option = "dtype");
 
 // The type a key/value cache is stored in (attention/heads.hpp's CacheView): float32, bfloat16
 // (matrix/bfloat16.hpp) or IEEE float16 (matrix/float16.hpp). Q, the softmax's statistics and O
 // stay float32; each cached element is read as the value its bits hold.
 using KvDtype = Storage;
-std::string to_string(KvDtype type);                    // "f32", "bf16", "f16"
-KvDtype kv_dtype_from_string(const std::string& name);  // the inverse; std::invalid_argument naming the choices
+inline constexpr KvDtype all_kv_dtypes[] = {KvDtype::f32, KvDtype::bf16, KvDtype::f16};
+std::string to_string(KvDtype type);  // "f32", "bf16", "f16"
+KvDtype kv_dtype_from_string(const std::string& name, const std::string& option = "kv dtype");
 
 }  // namespace attn

@@ -9,28 +9,35 @@ void reject_repeated(std::set<std::string>& seen, const std::string& arg, const 
     if (!seen.insert(name).second) throw UsageError(command + ": " + name + " is given more than once");
 }
 
+namespace {
+
+// An option's value read by the library's own reader of its names (attention/options.cpp), its
+// refusal told as a usage error of `command`.
+template <class Read>
+auto read_option(Read read, const std::string& value, const std::string& flag, const std::string& command) {
+    try {
+        return read(value, flag);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(command + ": " + e.what());
+    }
+}
+
+}  // namespace
+
 Scale parse_scale(const std::string& v, const std::string& command) {
-    for (Scale s : {Scale::sqrt_dk, Scale::dk, Scale::none})
-        if (v == to_string(s)) return s;
-    throw UsageError(command + ": --scale must be sqrt, dk or none, got '" + v + "'");
+    return read_option(scale_from_string, v, "--scale", command);
 }
 
 Backend parse_backend(const std::string& v, const std::string& command) {
-    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused})
-        if (v == to_string(b)) return b;
-    throw UsageError(command + ": --backend must be naive, simd, parallel or fused, got '" + v + "'");
+    return read_option(backend_from_string, v, "--backend", command);
 }
 
 Dtype parse_dtype(const std::string& v, const std::string& command) {
-    for (Dtype d : {Dtype::f32, Dtype::bf16})
-        if (v == to_string(d)) return d;
-    throw UsageError(command + ": --dtype must be f32 or bf16, got '" + v + "'");
+    return read_option(dtype_from_string, v, "--dtype", command);
 }
 
 KvDtype parse_kv_dtype(const std::string& v, const std::string& command) {
-    for (KvDtype d : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
-        if (v == to_string(d)) return d;
-    throw UsageError(command + ": --kv-dtype must be f32, bf16 or f16, got '" + v + "'");
+    return read_option(kv_dtype_from_string, v, "--kv-dtype", command);
 }
 
 Lang parse_lang(const std::string& v, const std::string& command) {

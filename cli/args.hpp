@@ -36,7 +36,8 @@ inline bool option_value(std::span<const std::string> args, std::size_t& i, cons
 // one hides a typo. Arguments that do not start with "--" are not options and pass.
 void reject_repeated(std::set<std::string>& seen, const std::string& arg, const std::string& command);
 
-// Option values shared by the subcommands; `command` names the subcommand in the error message.
+// Option values shared by the subcommands, read by the library's readers of its option names
+// (attention/options.hpp); `command` names the subcommand in the error message.
 Scale parse_scale(const std::string& value, const std::string& command);       // sqrt | dk | none
 Backend parse_backend(const std::string& value, const std::string& command);   // naive | simd | parallel | fused
 Dtype parse_dtype(const std::string& value, const std::string& command);       // f32 | bf16

@@ -1,8 +1,8 @@
 // cli/run.cpp — `attn run`, in the order run_command reads: load the files (each charged to the
-// memory budget as it is read), check that they are the operands they are given as (ranks, the
-// mask's broadcast), make the library's call (which charges what it allocates and names each operand
-// by its file), then print the shapes understood and the results, or write them as .npy files of the
-// queries' rank.
+// memory budget as it is read), describe the library's call on them (attention/call.hpp: each file a
+// view, named by its file in every message; the library checks, converts, charges what it allocates
+// and computes), then print the shapes understood and the results, or write them as .npy files of
+// their operands' rank.
 #include "cli/run.hpp"
 
 #include <sys/stat.h>
@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/backends.hpp"
-#include "attention/heads.hpp"
+#include "attention/run.hpp"
 #include "cli/args.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
@@ -39,15 +38,15 @@ separated by commas) files, chosen by extension. Weights follow the lesson: Q = 
 shape (d_model × d_k); the layer's files are 2-D.
 
 Q, K and V have one rank: 2-D (L, E) is one head; 3-D (H, L, E) heads; 4-D (B, H, L, E) batches of
-heads, with K (…, H_kv, S, E) and V (…, H_kv, S, E_v). H is a multiple of H_kv: query head h reads
-key/value head h / (H / H_kv) (grouped-query attention). The results have the queries' rank, and are
-printed head by head, numbered from 0 as NumPy indexes them. A query that no key may attend (under
---mask or --causal) gets output 0.
+heads (more leading dimensions are the batch too), with K (…, H_kv, S, E) and V (…, H_kv, S, E_v).
+H is a multiple of H_kv: query head h reads key/value head h / (H / H_kv) (grouped-query attention).
+The results have the queries' rank, and are printed head by head, numbered from 0 as NumPy indexes
+them. A query that no key may attend (under --mask or --causal) gets output 0.
 
 Options:
-  --mask M                  a mask over the scores (--q/--k/--v only), broadcast to (B, H, L, S) as
-                            NumPy broadcasts: boolean (true: may attend) or float, added after the
-                            scale (−∞ allowed)
+  --mask M                  a mask over the scores (of the heads, or of the layer), broadcast to
+                            (B, H, L, S) as NumPy broadcasts: boolean (true: may attend) or float,
+                            added after the scale (−∞ allowed)
   --causal                  causal mask: query i sees only keys j ≤ i (aligned top-left, also when
                             L ≠ S); with --mask, both apply
   --scale sqrt|dk|none      divide scores by √d_k (default), d_k, or nothing
@@ -142,13 +141,6 @@ RunOptions parse(std::span<const std::string> args) {
         throw UsageError("run: the full layer needs all of --x, --wq, --wk and --wv");
     if (core && !(o.q && o.k && o.v)) throw UsageError("run: the core needs all of --q, --k and --v");
     if (!layer && !core) throw UsageError("run: no input given (see attn run --help)");
-    if (layer && o.mask)
-        throw UsageError("run: --mask applies to the scores of --q/--k/--v, not to the --x layer form");
-    if (layer && o.kv_dtype)
-        throw UsageError("run: --kv-dtype applies to the keys and values of --q/--k/--v, not to the --x layer form");
-    if (o.kv_dtype && *o.kv_dtype != KvDtype::f32 && o.grad_output)
-        throw UsageError("run: --kv-dtype " + to_string(*o.kv_dtype) +
-                         " has no backward (a 16-bit key/value cache): --grad-output needs --kv-dtype f32 or none");
     if (core && o.torch_weights) throw UsageError("run: --torch-weights applies to --wq/--wk/--wv, not to --q/--k/--v");
     if (o.out && o.out->empty()) throw UsageError("run: --out needs a directory name, got an empty one");
     return o;
@@ -171,6 +163,7 @@ public:
         if (o.x) operands_ = {.X = *o.x, .W_Q = *o.wq, .W_K = *o.wk, .W_V = *o.wv};
         else operands_ = {.Q = *o.q, .K = *o.k, .V = *o.v};
         if (o.grad_output) operands_.dO = *o.grad_output;
+        if (o.mask) operands_.mask = *o.mask;
     }
     const Names& in_order() const { return names_; }
     const OperandNames& operands() const { return operands_; }
@@ -226,7 +219,7 @@ void write_outputs(const std::string& dir, const std::vector<NpyOutput>& files) 
     }
 }
 
-// ---- the files, as the operands they are given as -------------------------------------------------
+// ---- the files, and the library's call on them ------------------------------------------------------
 
 std::string file_and_shape(const std::string& path, const Array& a) {
     return path + " (" + shape_string(a.shape) + ")";
@@ -240,12 +233,12 @@ std::uint64_t array_bytes(const Array& a) {
 }
 
 // The files, in the chain's order, each charged to the budget as it is read (the reader refuses to
-// go past what is left); a mask may hold −∞, which never attends.
+// go past what is left of the limit); a mask may hold −∞, which never attends.
 std::vector<Array> load(const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
     std::vector<Array> arrays;
     for (const auto& [operand, path] : files.in_order()) {
         ReadOptions r = o.read;
-        r.max_bytes = budget.left();
+        r.taken = budget.used();
         r.minus_infinity = operand == "mask";
         const Array& a = arrays.emplace_back(read_array(path, r));
         budget.charge(array_bytes(a), file_and_shape(path, a));
@@ -253,191 +246,28 @@ std::vector<Array> load(const FileNames& files, const RunOptions& o, MemoryBudge
     return arrays;
 }
 
-// Each file is the operand it is given as: floats, but for the mask; the layer's matrices 2-D; Q, K
-// and V of one rank from 2 to 4, and dO of theirs. The first that is not, refused by its file.
-void check_operands(const FileNames& files, const std::vector<Array>& arrays) {
-    const auto& names = files.in_order();
-    const std::size_t rank = arrays[0].shape.size();
-    for (std::size_t k = 0; k < names.size(); ++k) {
-        const auto& [operand, path] = names[k];
-        const Array& a = arrays[k];
-        if (operand == "mask") continue;
-        if (a.boolean())
-            throw InputError(file_and_shape(path, a) + ": a boolean array; " + operand +
-                             " must be float32 or float64 (only --mask may be boolean)");
-        if (names[0].first == "X" && a.shape.size() != 2)
-            throw InputError(file_and_shape(path, a) + ": " + std::to_string(a.shape.size()) +
-                             "-D; the --x layer form reads 2-D matrices (for heads, give --q, --k and --v)");
-        if (rank < 2 || rank > 4)
-            throw InputError(file_and_shape(path, a) + ": " + std::to_string(rank) +
-                             "-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
-        if (a.shape.size() != rank)
-            throw InputError(file_and_shape(names[0].second, arrays[0]) + " is " + std::to_string(rank) + "-D and " +
-                             file_and_shape(path, a) + " is " + std::to_string(a.shape.size()) + "-D: " + operand +
-                             (operand == "dO" ? " must have the output's rank" : " must have the rank of Q"));
-    }
+// An array read as a view of the call: its floats, or its booleans.
+View view_of(const Array& a) {
+    if (a.boolean()) return {a.truth.get(), a.shape, {}, Element::boolean};
+    return {a.values.data(), a.shape};
 }
 
-// The scores' shape, S = Q·Kᵀ for every head: the queries' leading dimensions, then (L, S).
-Shape scores_shape(const std::vector<Array>& arrays) {
-    Shape scores = arrays[0].shape;
-    scores.back() = arrays[1].shape[arrays[1].shape.size() - 2];
-    return scores;
-}
-
-const char* const score_axes[] = {"(L, S)", "(H, L, S)", "(B, H, L, S)"};
-
-// The mask file as the library reads it: broadcast to the scores, with strides of 0 along what it
-// repeats. Refused, by its file and both shapes, when NumPy would not broadcast it there.
-ScoreMask score_mask(const Array& mask, const std::string& path, const Shape& scores) {
-    const auto strides = broadcast_strides(mask.shape, scores);
-    if (!strides)
-        throw InputError(file_and_shape(path, mask) + ": the mask does not broadcast to the scores " +
-                         shape_string(scores) + " " + score_axes[scores.size() - 2] +
-                         ": aligned from the right, each of its dimensions must be 1 or the scores' own");
-    std::vector<std::ptrdiff_t> four(4 - strides->size(), 0);
-    four.insert(four.end(), strides->begin(), strides->end());
-    return {.kind = mask.boolean() ? ScoreMask::Kind::boolean : ScoreMask::Kind::additive,
-            .data = mask.boolean() ? static_cast<const void*>(mask.truth.get()) : mask.values.data(),
-            .batch_stride = four[0],
-            .head_stride = four[1],
-            .row_stride = four[2],
-            .col_stride = four[3]};
-}
-
-// ---- one library call ------------------------------------------------------------------------------
-
-// One result of the run: its file (output.npy, …), its heading (output O, …), its values in C order,
-// and its shape, of the rank of the operand it belongs to.
-struct Result {
-    const char* file;     // "grad_q"
-    std::string heading;  // "gradient dQ = ∂L/∂Q"
-    Matrix values;
-    Shape shape;
-};
-// Every result, in the order they are printed and written: O, α when the backend forms it, gradients.
-using Results = std::vector<Result>;
-
-Result matrix_result(const char* file, std::string heading, Matrix m) {
-    Shape shape{m.rows(), m.cols()};
-    return {file, std::move(heading), std::move(m), std::move(shape)};
-}
-// "gradient dQ = ∂L/∂Q": how every gradient is introduced.
-std::string gradient_heading(const char* symbol) {
-    return std::string("gradient ") + symbol + " = ∂L/∂" + (symbol + 1);
-}
-Result gradient_result(const char* file, const char* symbol, Matrix m) {
-    return matrix_result(file, gradient_heading(symbol), std::move(m));
-}
-
-// Steps 1–6 on matrices, in one call: from --x and the weights, the layer's forward; from --q, --k
-// and --v, the core (with the mask's strides). With --grad-output, the call that runs the backward
-// as well. PyTorch's weights (d_k × d_model) are transposed to the lesson's first, and their
-// gradients back.
-Results compute_matrices(std::vector<Array> read, const RunOptions& o, const AttentionOptions& options,
-                         MemoryBudget& budget) {
-    std::vector<Matrix> m;  // the operands' matrices; the mask stays where options.mask reads it
-    for (std::size_t k = 0; k < read.size() - (o.mask ? 1 : 0); ++k) m.push_back(std::move(read[k].values));
-    for (std::size_t k = 1; o.torch_weights && k < 4; ++k) {  // W_Q, W_K, W_V after X
-        budget.charge(matrix_bytes(m[k].rows(), m[k].cols()), "transposing the PyTorch weights");
-        m[k] = transpose(m[k]);
-    }
-    Results r;
-    const auto forward = [&](AttentionResult result) {
-        r.push_back(matrix_result("output", "output O", std::move(result.output)));
-        if (options.backend != Backend::fused)
-            r.push_back(matrix_result("attn", "attention weights α", std::move(result.weights)));
-    };
-    if (!o.x && !o.grad_output) forward(scaled_dot_product_attention(m[0], m[1], m[2], options));
-    if (!o.x && o.grad_output) {
-        AttentionPass pass = attention_forward_backward(m[0], m[1], m[2], m[3], options);
-        forward(std::move(pass.result));
-        AttentionGradients& g = pass.gradients;
-        r.push_back(gradient_result("grad_q", "dQ", std::move(g.dQ)));
-        r.push_back(gradient_result("grad_k", "dK", std::move(g.dK)));
-        r.push_back(gradient_result("grad_v", "dV", std::move(g.dV)));
-    }
-    if (!o.x) return r;
-    const SingleHeadAttention layer(std::move(m[1]), std::move(m[2]), std::move(m[3]), options.names);
-    if (!o.grad_output) {
-        forward(layer.forward(m[0], options));
-        return r;
-    }
-    SingleHeadAttention::Pass pass = layer.forward_backward(m[0], m[4], options);
-    forward(std::move(pass.result));
-    auto& g = pass.gradients;
-    // With --torch-weights the weights' gradients go back to PyTorch's layout, like the weights came.
-    const auto as_given = [&](Matrix& dW) { return o.torch_weights ? transpose(dW) : std::move(dW); };
-    r.push_back(gradient_result("grad_x", "dX", std::move(g.dX)));
-    r.push_back(gradient_result("grad_w_q", "dW_Q", as_given(g.dW_Q)));
-    r.push_back(gradient_result("grad_w_k", "dW_K", as_given(g.dW_K)));
-    r.push_back(gradient_result("grad_w_v", "dW_V", as_given(g.dW_V)));
-    r.push_back(gradient_result("grad_q", "dQ", std::move(g.qkv.dQ)));
-    r.push_back(gradient_result("grad_k", "dK", std::move(g.qkv.dK)));
-    r.push_back(gradient_result("grad_v", "dV", std::move(g.qkv.dV)));
-    return r;
-}
-
-// A 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E) array as the library's heads (B = 1, and H = 1
-// for 2-D), and back.
-HeadsView heads_view(const Array& a) {
-    Shape s = a.shape;
-    s.insert(s.begin(), 4 - s.size(), 1);
-    return {a.values.data(), {s[0], s[1], s[2], s[3]}};
-}
-Result heads_result(const char* file, std::string heading, Heads heads, std::size_t rank) {
-    const HeadsShape& s = heads.shape;
-    const Shape all{s.batch, s.heads, s.rows, s.cols};
-    return {file, std::move(heading), std::move(heads.values), Shape(all.end() - rank, all.end())};
-}
-
-// The bytes a key/value cache of this type takes for each value.
-std::uint64_t bytes_per_value(KvDtype type) { return type == KvDtype::f32 ? sizeof(float) : 2; }
-
-// The forward with --kv-dtype: K and V rounded into caches of that type (charged to the budget
-// first), which the library then reads.
-HeadsResult cached_forward(const HeadsView& Q, const HeadsView& K, const HeadsView& V, KvDtype type,
-                           const AttentionOptions& options) {
-    for (const auto& [name, floats] : {std::pair{"K", &K}, std::pair{"V", &V}}) {
-        const HeadsShape& s = floats->shape;
-        options.budget->charge(s.batch * s.heads * s.rows * s.cols * bytes_per_value(type),
-                               std::string(name) + " cached as " + to_string(type) + " (" + shape_string(s) + ")");
-    }
-    const Cache k = to_cache(K, type, options.names.K), v = to_cache(V, type, options.names.V);
-    return scaled_dot_product_attention(Q, k.view(), v.view(), options);
-}
-
-// Steps 3–6 for every head, in one call (and the backward's, with --grad-output), on 3-D or 4-D files,
-// or on any with --kv-dtype.
-Results compute_heads(const std::vector<Array>& read, const RunOptions& o, AttentionOptions options) {
-    const std::size_t rank = read[0].shape.size();
-    const HeadsView Q = heads_view(read[0]), K = heads_view(read[1]), V = heads_view(read[2]);
-    options.keep_for_backward = o.grad_output.has_value();
-    HeadsResult forward =
-        o.kv_dtype ? cached_forward(Q, K, V, *o.kv_dtype, options) : scaled_dot_product_attention(Q, K, V, options);
-    std::optional<HeadsGradients> g;
-    if (o.grad_output) g = scaled_dot_product_attention_backward(Q, K, V, forward, heads_view(read[3]), options);
-    Results r;
-    r.push_back(heads_result("output", "output O", std::move(forward.output), rank));
-    if (options.backend != Backend::fused)
-        r.push_back(heads_result("attn", "attention weights α", std::move(forward.weights), rank));
-    if (!g) return r;
-    r.push_back(heads_result("grad_q", gradient_heading("dQ"), std::move(g->dQ), rank));
-    r.push_back(heads_result("grad_k", gradient_heading("dK"), std::move(g->dK), rank));
-    r.push_back(heads_result("grad_v", gradient_heading("dV"), std::move(g->dV), rank));
-    return r;
-}
-
-// The run's call, on matrices or on heads by the queries' rank, with the budget, the files' names
-// and the mask (which reads the last of `read`).
-Results compute(std::vector<Array> read, const FileNames& files, const RunOptions& o, const ScoreMask* mask,
-                MemoryBudget& budget) {
-    AttentionOptions options = o.attention;
-    options.budget = &budget;
-    options.names = files.operands();
-    options.mask = mask;
-    if (read[0].shape.size() == 2 && !o.kv_dtype) return compute_matrices(std::move(read), o, options, budget);
-    return compute_heads(read, o, options);
+// The run's one call on its files, in the order they were read (attention/call.hpp): the layer from
+// --x and the weights, or attention on --q, --k and --v (every rank the library reads); the backward
+// too with --grad-output; each operand named by its file in the library's messages.
+Call call_of(const std::vector<Array>& read, const FileNames& files, const RunOptions& o, MemoryBudget& budget) {
+    Call call{.task = o.grad_output ? Task::forward_backward : Task::forward, .options = o.attention};
+    std::size_t k = 0;
+    for (std::optional<View>* operand :
+         o.x ? std::vector{&call.X, &call.W_Q, &call.W_K, &call.W_V} : std::vector{&call.Q, &call.K, &call.V})
+        *operand = view_of(read[k++]);
+    if (o.grad_output) call.dO = view_of(read[k++]);
+    if (o.mask) call.mask = view_of(read[k++]);
+    call.torch_weights = o.torch_weights;
+    call.kv_dtype = o.kv_dtype;
+    call.options.budget = &budget;
+    call.options.names = files.operands();
+    return call;
 }
 
 // ---- what the run understood, and its results ------------------------------------------------------
@@ -446,30 +276,44 @@ std::string counted(std::size_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// An operand's shape in words: "1 batch × 8 heads × 16 tokens × 64" (the layer's weights: "4×3").
+// An operand's shape in words: "1 batch × 8 heads × 16 tokens × 64" (the layer's weights: "4×3"); the
+// leading dimensions of a higher rank are the batches ("6 batches (2×3) × …").
 std::string in_words(const std::string& operand, const Shape& s) {
     if (operand.starts_with("W_")) return shape_string(s);
     std::string words;
-    if (s.size() == 4) words += counted(s[0], "batch", "batches") + " × ";
+    if (s.size() >= 4) {
+        const Shape leading(s.begin(), s.end() - 3);
+        std::size_t batches = 1;
+        for (const std::size_t d : leading) batches *= d;
+        words +=
+            counted(batches, "batch", "batches") + (s.size() > 4 ? " (" + shape_string(leading) + ")" : "") + " × ";
+    }
     if (s.size() >= 3) words += counted(s[s.size() - 3], "head", "heads") + " × ";
     return words + counted(s[s.size() - 2], "token", "tokens") + " × " + std::to_string(s.back());
 }
 
-// One short line per file ("Q q.npy: 8 heads × 16 tokens × 64"), the mask's broadcast, the grouping
-// of the heads when key/value heads are shared, and the key/value cache's type with --kv-dtype.
+const char* const score_axes[] = {"(L, S)", "(H, L, S)", "(B, H, L, S)", "(N..., H, L, S)"};
+
+// One short line per file ("Q q.npy: 8 heads × 16 tokens × 64"), the scores the mask covers, the
+// grouping of the heads when key/value heads are shared, and the key/value cache's type with
+// --kv-dtype. (What the library accepted: it refused any shape it cannot read.)
 std::string understood(const FileNames& files, const std::vector<Array>& arrays, std::optional<KvDtype> kv_dtype) {
     std::string text;
     const auto& names = files.in_order();
+    const std::size_t rank = arrays[0].shape.size();
     for (std::size_t k = 0; k < names.size(); ++k) {
         const auto& [operand, path] = names[k];
         const Array& a = arrays[k];
-        if (operand == "mask")
-            text += "mask " + path + ": " + (a.boolean() ? "boolean " : "additive ") + shape_string(a.shape) +
-                    ", broadcast to the scores " + shape_string(scores_shape(arrays)) + " " +
-                    score_axes[arrays[0].shape.size() - 2] + "\n";
-        else text += operand + " " + path + ": " + in_words(operand, a.shape) + "\n";
+        if (operand != "mask") {
+            text += operand + " " + path + ": " + in_words(operand, a.shape) + "\n";
+            continue;
+        }
+        Shape scores = names[0].first == "X" ? Shape{arrays[0].shape[0], arrays[0].shape[0]} : arrays[0].shape;
+        if (names[0].first != "X") scores.back() = arrays[1].shape[rank - 2];
+        text += "mask " + path + ": " + (a.boolean() ? "boolean " : "additive ") + shape_string(a.shape) +
+                ", broadcast to the scores " + shape_string(scores) + " " +
+                score_axes[std::min<std::size_t>(scores.size(), 5) - 2] + "\n";
     }
-    const std::size_t rank = arrays[0].shape.size();
     if (names[0].first == "Q" && rank >= 3) {
         const std::size_t heads = arrays[0].shape[rank - 3], kv_heads = arrays[1].shape[rank - 3];
         if (kv_heads < heads)
@@ -477,9 +321,39 @@ std::string understood(const FileNames& files, const std::vector<Array>& arrays,
                     counted(kv_heads, "key/value head", "key/value heads") + "\n";
     }
     if (kv_dtype)
-        text += "K and V cached as " + to_string(*kv_dtype) + ", " + std::to_string(bytes_per_value(*kv_dtype)) +
+        text += "K and V cached as " + to_string(*kv_dtype) + ", " + (*kv_dtype == KvDtype::f32 ? "4" : "2") +
                 " bytes a value (Q and O float32)\n";
     return text;
+}
+
+// A result of the run as a file and as printed text: output.npy, "output O"; …
+struct OutputFile {
+    const char* file;
+    std::string heading;
+    const Result* result;
+};
+
+// "gradient dQ = ∂L/∂Q": how every gradient is introduced.
+std::string gradient_heading(const char* symbol) {
+    return std::string("gradient ") + symbol + " = ∂L/∂" + (symbol + 1);
+}
+
+// Every result the run formed, in the order they are printed and written: O, α when the backend
+// forms it, then the gradients (of X and the weights first, from --x).
+std::vector<OutputFile> outputs_of(const Results& r) {
+    const OutputFile all[] = {{"output", "output O", &r.output},
+                              {"attn", "attention weights α", &r.weights},
+                              {"grad_x", gradient_heading("dX"), &r.dX},
+                              {"grad_w_q", gradient_heading("dW_Q"), &r.dW_Q},
+                              {"grad_w_k", gradient_heading("dW_K"), &r.dW_K},
+                              {"grad_w_v", gradient_heading("dW_V"), &r.dW_V},
+                              {"grad_q", gradient_heading("dQ"), &r.dQ},
+                              {"grad_k", gradient_heading("dK"), &r.dK},
+                              {"grad_v", gradient_heading("dV"), &r.dV}};
+    std::vector<OutputFile> formed;
+    for (const OutputFile& f : all)
+        if (!f.result->shape.empty()) formed.push_back(f);
+    return formed;
 }
 
 // Every file a run can write, in the order it writes them.
@@ -491,20 +365,20 @@ const char* const result_files[] = {"output",   "attn",   "grad_x", "grad_w_q", 
 // a gradient without --grad-output, or X's and the weights' from --q/--k/--v) would sit beside this
 // run's output as if it were its own, so one left by an earlier run is removed in the same step.
 // Returns the status line that reports them.
-std::string write_results(const Results& results, const std::string& dir) {
+std::string write_results(const std::vector<OutputFile>& outputs, const std::string& dir) {
     std::vector<NpyOutput> files;
     std::string status, removed;
     for (const char* name : result_files) {
         const std::string path = dir + "/" + name + ".npy";
-        const auto it =
-            std::find_if(results.begin(), results.end(), [&](const Result& r) { return std::string(r.file) == name; });
-        if (it == results.end()) {
+        const auto it = std::find_if(outputs.begin(), outputs.end(),
+                                     [&](const OutputFile& f) { return std::string(f.file) == name; });
+        if (it == outputs.end()) {
             files.emplace_back(path, nullptr);
             if (::access(path.c_str(), F_OK) == 0) removed += (removed.empty() ? "" : ", ") + path;
             continue;
         }
-        files.emplace_back(path, &it->values, it->shape);
-        status += (status.empty() ? "wrote " : ", ") + path + " (" + shape_string(it->shape) + ")";
+        files.emplace_back(path, &it->result->values, it->result->shape);
+        status += (status.empty() ? "wrote " : ", ") + path + " (" + shape_string(it->result->shape) + ")";
     }
     write_outputs(dir, files);
     if (!removed.empty()) status += "; removed " + removed + " of an earlier run (not results of this one)";
@@ -530,30 +404,41 @@ void report_files(const std::string& shapes, const std::string& status, const st
     }
 }
 
+// Head i's batch, as NumPy indexes it: "1" for (B, H, L, E), "(1, 0)" for more leading dimensions.
+std::string batch_of(const Shape& shape, std::size_t i) {
+    const std::size_t axes = shape.size() - 3;
+    std::string index;
+    for (std::size_t axis = axes; axis-- > 0; i /= shape[axis])
+        index = std::to_string(i % shape[axis]) + (index.empty() ? "" : ", ") + index;
+    return axes == 1 ? index : "(" + index + ")";
+}
+
 // A result as text: a matrix under its heading, or, with heads, each head under a heading of its own
 // ("output O, batch 1, head 3 (16×64)"), numbered from 0 as NumPy indexes them.
-void print_result(const Result& r, const PrintOptions& p) {
-    const std::size_t rank = r.shape.size(), rows = r.shape[rank - 2], cols = r.shape[rank - 1];
+void print_result(const OutputFile& f, const PrintOptions& p) {
+    const Shape& shape = f.result->shape;
+    const Matrix& values = f.result->values;
+    const std::size_t rank = shape.size(), rows = shape[rank - 2], cols = shape[rank - 1];
     if (rank == 2) {
-        std::cout << "\n" << r.heading << " (" << shape_string(r.values) << ")\n";
-        print_matrix(std::cout, r.values, p);
+        std::cout << "\n" << f.heading << " (" << shape_string(values) << ")\n";
+        print_matrix(std::cout, values, p);
         return;
     }
-    const std::size_t heads = r.shape[rank - 3], count = rank == 4 ? r.shape[0] * heads : heads;
+    const std::size_t heads = shape[rank - 3], count = rows ? values.rows() / rows : 0;
     for (std::size_t i = 0; i < count; ++i) {
         std::cout << "\n"
-                  << r.heading << (rank == 4 ? ", batch " + std::to_string(i / heads) : "") << ", head " << i % heads
+                  << f.heading << (rank >= 4 ? ", batch " + batch_of(shape, i / heads) : "") << ", head " << i % heads
                   << " (" << shape_string(rows, cols) << ")\n";
-        print_matrix(std::cout, Matrix::borrow(r.values.data() + i * rows * cols, rows, cols), p);
+        print_matrix(std::cout, Matrix::borrow(values.data() + i * rows * cols, rows, cols), p);
     }
 }
 
-void print_results(const Results& results, bool has_alpha, int precision) {
+void print_results(const std::vector<OutputFile>& outputs, bool has_alpha, int precision) {
     PrintOptions p;
     p.precision = precision;
-    for (const Result& r : results) {
-        print_result(r, p);
-        if (&r == &results.front() && !has_alpha)
+    for (const OutputFile& f : outputs) {
+        print_result(f, p);
+        if (&f == &outputs.front() && !has_alpha)
             std::cout << "\nattention weights α: not formed by the fused backend (it never stores the n×n matrix)\n";
     }
 }
@@ -570,35 +455,33 @@ int run_command(std::span<const std::string> args) {
     const FileNames files(o);
     Stopwatch clock;
     // Every large buffer of the run is charged to the budget before it is allocated: the inputs as
-    // they are read, then, inside the library and before its first step, what the steps will need.
+    // they are read, then, inside the library and before its first step, what the call will need.
     // (Printing streams row by row, and needs none.)
     MemoryBudget budget(o.read.max_bytes, "the --max-memory limit");
-    std::vector<Array> read = load(files, o, budget);
-    check_operands(files, read);
-    const std::optional<ScoreMask> mask =
-        o.mask ? std::optional(score_mask(read.back(), *o.mask, scores_shape(read))) : std::nullopt;
-    const std::string shapes = understood(files, read, o.kv_dtype);
+    const std::vector<Array> read = load(files, o, budget);
     clock.lap("read");
     Results results;
     try {
-        results = compute(std::move(read), files, o, mask ? &*mask : nullptr, budget);
+        run(call_of(read, files, o, budget), results);
     } catch (const DModelMismatch& e) {  // X against the weights: what PyTorch's layout causes
-        throw InputError(files.all() + ": " + e.what() +
-                         (o.torch_weights ? " (after transposing the --torch-weights)"
-                                          : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights"));
+        throw InputError(
+            files.all() + ": " + e.what() +
+            (o.torch_weights ? "" : "; if these are PyTorch weights (d_k × d_model), pass --torch-weights"));
     } catch (const std::exception& e) {  // shapes, float range, the budget: told after the files
         throw InputError(files.all() + ": " + e.what());
     }
     clock.lap(o.grad_output ? (o.x ? "steps 1–6 and grads 6–1 (the layer)" : "steps 3–6 and grads 6–3 (attention)")
                             : (o.x ? "steps 1–6 (the layer)" : "steps 3–6 (attention)"));
+    const std::string shapes = understood(files, read, o.kv_dtype);
+    const std::vector<OutputFile> outputs = outputs_of(results);
     if (o.out) {
-        const std::string status = write_results(results, *o.out);
+        const std::string status = write_results(outputs, *o.out);
         clock.lap("write");
         report_files(shapes, status, o.time ? "time: " + clock.laps() + "\n" : "");
         return 0;
     }
     std::cout << shapes;
-    print_results(results, o.attention.backend != Backend::fused, o.precision);
+    print_results(outputs, !results.weights.shape.empty(), o.precision);
     if (o.time) std::cout << "time: " << clock.laps() << "\n";
     return 0;
 }

@@ -2,6 +2,7 @@
 // Internal to io/: the public interface is io/io.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -17,6 +18,16 @@ namespace attn::io_checks {
 // (from the file's bytes or its name) escaped.
 [[noreturn]] inline void fail(const std::string& name, const std::string& what) {
     throw InputError(printable(name + ": " + what));
+}
+
+// Reading `what` needs `bytes`: refused when they do not fit in what is left of the limit, naming the
+// limit as given and what the reading would need on top of what was taken already.
+inline void check_limit(const std::string& name, const std::string& what, std::uint64_t bytes,
+                        const ReadOptions& options) {
+    if (bytes <= options.max_bytes - std::min(options.taken, options.max_bytes)) return;
+    fail(name, what + " needs " + describe_bytes(bytes) +
+                   (options.taken ? " on top of " + describe_bytes(options.taken) + " already taken" : "") +
+                   ", more than the --max-memory limit of " + describe_bytes(options.max_bytes));
 }
 
 // An array of these dimensions with `item_bytes` bytes per value in memory, refused when the count
@@ -37,9 +48,7 @@ inline std::uint64_t check_size(const std::string& name, const std::vector<std::
     } catch (const std::length_error&) {
         fail(name, text + " is too large to count");
     }
-    if (bytes > options.max_bytes)
-        fail(name, text + " needs " + describe_bytes(bytes) + ", more than the --max-memory limit of " +
-                       describe_bytes(options.max_bytes));
+    check_limit(name, text, bytes, options);
     return count;
 }
 inline void check_size(const std::string& name, std::uint64_t rows, std::uint64_t cols, const ReadOptions& options) {

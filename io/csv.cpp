@@ -108,11 +108,11 @@ void for_each_field(std::string_view line, Fn&& field) {
     }
 }
 
-std::string read_file(const std::string& path, std::uint64_t max_bytes) {
+std::string read_file(const std::string& path, const ReadOptions& options) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
     const auto size = static_cast<std::uint64_t>(in.tellg());
-    if (size > max_bytes) fail(path, "file of " + describe_bytes(size) + " is larger than the --max-memory limit");
+    check_limit(path, "its text", size, options);
     std::string bytes(size, '\0');
     in.seekg(0);
     if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) fail(path, "read error");
@@ -133,10 +133,7 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
         } catch (const std::length_error&) {
             fail(name, "too many values to count");
         }
-        if (bytes > options.max_bytes)
-            fail(name, "reading it needs " + describe_bytes(bytes) +
-                           " (its text, and its values as parsed and as a matrix)" +
-                           ", more than the --max-memory limit of " + describe_bytes(options.max_bytes));
+        check_limit(name, "reading it (its text, and its values as parsed and as a matrix)", bytes, options);
     };
     std::vector<float> values;
     std::size_t cols = 0, rows = 0, line_number = 0, first_data_line = 0;
@@ -158,8 +155,8 @@ Matrix parse_csv(std::string_view text, const std::string& name, const ReadOptio
             // Room for every line at once (the lines are counted, not guessed), so the values are
             // never copied to a larger buffer as they grow.
             const std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-            const std::size_t fit = (options.max_bytes - std::min<std::uint64_t>(options.max_bytes, text.size())) /
-                                    (2 * sizeof(float)) / cols;
+            const std::uint64_t left = options.max_bytes - std::min(options.taken, options.max_bytes);
+            const std::size_t fit = (left - std::min<std::uint64_t>(left, text.size())) / (2 * sizeof(float)) / cols;
             values.reserve(std::min(lines, fit) * cols);
         } else if (count != cols) {
             fail(name, "line " + std::to_string(line_number) + " has " + std::to_string(count) + " values, line " +
@@ -275,7 +272,7 @@ Matrix parse_cells(const std::vector<std::vector<std::string>>& cells, const std
 }
 
 Matrix io_checks::read_csv_file(const std::string& path, const ReadOptions& options) {
-    return parse_csv(read_file(path, options.max_bytes), path, options);
+    return parse_csv(read_file(path, options), path, options);
 }
 
 }  // namespace attn

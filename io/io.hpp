@@ -52,20 +52,14 @@ std::string to_string(CellError::Problem problem);
 std::string printable(std::string_view text);
 
 struct ReadOptions {
-    std::uint64_t max_bytes = std::uint64_t{8} << 30;  // refuse a matrix that would need more (8 GiB)
-    bool csv_header = false;                           // a CSV's first line is a header to skip
-    bool minus_infinity = false;                       // −∞ is a value (an additive mask's "never"); +∞ is not
+    std::uint64_t max_bytes = std::uint64_t{8} << 30;  // the limit: refuse a matrix that would need more (8 GiB)
+    std::uint64_t taken = 0;      // of the limit, what was taken before this read (attn run's earlier files)
+    bool csv_header = false;      // a CSV's first line is a header to skip
+    bool minus_infinity = false;  // −∞ is a value (an additive mask's "never"); +∞ is not
 };
 
 // An array's dimensions, outermost first, as NumPy's `shape`: {} for a scalar, {H, L, E} for heads.
-using Shape = std::vector<std::size_t>;
-std::string shape_string(const Shape& shape);  // "8×16×64"; "scalar" for {}
-
-// How an array of shape `from` is read as one of shape `to`, as NumPy broadcasts: the dimensions
-// aligned from the right, each of `from` 1 or equal to its partner, the missing ones in front read
-// as 1. One stride per dimension of `to`, in elements of `from`'s C order, 0 along a broadcast one;
-// nullopt when `from` does not broadcast to `to` (io/array.cpp).
-std::optional<std::vector<std::ptrdiff_t>> broadcast_strides(const Shape& from, const Shape& to);
+using Shape = std::vector<std::size_t>;  // written as matrix/matrix.hpp's shape_string writes any shape
 
 // A .npy file's array, of any rank, in C order. Float files ('<f4', '<f8') fill `values`: a Matrix
 // of (every dimension but the last, multiplied) rows × (the last dimension) columns, which is the C

@@ -108,4 +108,10 @@ bool operator==(const Matrix& a, const Matrix& b) {
     return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+std::string shape_string(std::span<const std::size_t> shape) {
+    std::string text;
+    for (const std::size_t d : shape) text += (text.empty() ? "" : "×") + std::to_string(d);
+    return shape.empty() ? "scalar" : text;
+}
+
 }  // namespace attn

@@ -74,9 +74,10 @@ private:
     bool window_ = false;        // elements_ is someone else's memory, to be written (Matrix::window)
 };
 
-// "3×4": how every error message and printout spells a shape.
+// "3×4": how every error message and printout spells a shape; "2×8×16×64" for any rank ("scalar" for none).
 std::string shape_string(std::size_t rows, std::size_t cols);
 std::string shape_string(const Matrix& m);
+std::string shape_string(std::span<const std::size_t> shape);
 
 bool operator==(const Matrix& a, const Matrix& b);  // same shape and bit-identical elements
 

@@ -1,7 +1,9 @@
 // matrix/size.cpp — size arithmetic that refuses to overflow, and memory budgets in words.
 #include "matrix/size.hpp"
 
+#include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace attn {
 
@@ -28,9 +30,16 @@ std::uint64_t matrix_bytes(std::uint64_t rows, std::uint64_t cols) {
 }
 
 std::string describe_bytes(std::uint64_t bytes) {
-    if (bytes >= (std::uint64_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
-    if (bytes >= (std::uint64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-    if (bytes >= (std::uint64_t{1} << 10)) return std::to_string(bytes >> 10) + " KiB";
+    char text[64];
+    for (const auto& [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}) {
+        if (bytes < (std::uint64_t{1} << shift)) continue;
+        const std::uint64_t whole = bytes >> shift, hundredths = ((bytes - (whole << shift)) * 100) >> shift;
+        std::snprintf(text, sizeof text, "%llu.%02llu", (unsigned long long)whole, (unsigned long long)hundredths);
+        std::string number = text;
+        while (number.back() == '0') number.pop_back();  // 1.50 → 1.5, 2.00 → 2
+        if (number.back() == '.') number.pop_back();
+        return number + " " + unit;
+    }
     return std::to_string(bytes) + " bytes";
 }
 

@@ -22,7 +22,8 @@ std::uint64_t checked_sum(std::uint64_t a, std::uint64_t b, const std::string& w
 // Bytes of a rows×cols float32 matrix (checked).
 std::uint64_t matrix_bytes(std::uint64_t rows, std::uint64_t cols);
 
-// "12 bytes", "3 KiB", "16 GiB": sizes as error messages print them (rounded down).
+// "12 bytes", "3 KiB", "1.75 MiB", "16 GiB": sizes as error messages print them (to a hundredth,
+// rounded down: a limit given as 1792K reads 1.75 MiB).
 std::string describe_bytes(std::uint64_t bytes);
 
 // A limit on the bytes one run may allocate. Every large buffer is charged before it is allocated,

@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -32,10 +33,18 @@ bool openmp_built() { return true; }
 // OMP_THREAD_LIMIT, which libgomp applies to the team but not to omp_get_max_threads().
 int max_threads() { return std::max(1, std::min(omp_get_max_threads(), omp_get_thread_limit())); }
 void set_max_threads(int threads) { omp_set_num_threads(threads); }
+int cores() { return std::max(1, omp_get_num_procs()); }
+int default_team() {
+    const char* asked = std::getenv("OMP_NUM_THREADS");
+    const int threads = asked && std::atoi(asked) > 0 ? std::atoi(asked) : cores();
+    return std::min(threads, omp_get_thread_limit());
+}
 #else
 bool openmp_built() { return false; }
 int max_threads() { return 1; }
 void set_max_threads(int) {}
+int cores() { return 1; }
+int default_team() { return 1; }
 #endif
 
 }  // namespace attn::simd

@@ -16,7 +16,7 @@ extern constinit const Kernels kernels{
     .width = W,
     .floats_per_pair = floats_per_pair,
     .f16_instructions = f16_instructions,
-#define ATTN_TABLE_ENTRY(result, name, parameters, arguments) .name = &name,
+#define ATTN_TABLE_ENTRY(name) .name = &name,
     ATTN_FOR_EACH_KERNEL(ATTN_TABLE_ENTRY)
 #undef ATTN_TABLE_ENTRY
         .pair_chains = bf16_instructions ? &pair_chains : nullptr,

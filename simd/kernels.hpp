@@ -1,7 +1,8 @@
 // simd/kernels.hpp — one instruction set's kernels as a table of functions, which simd/dispatch.cpp
-// calls through; the kernels are listed once, in simd/kernel_list.hpp. Each kernel file defines its
-// functions in attn::simd::ATTN_ISA (simd/batch.hpp); simd/kernel_table.cpp, compiled with them,
-// fills that instruction set's table.
+// calls through; the kernels are listed once, in simd/kernel_list.hpp, and each table entry has the
+// type of the function simd/simd.hpp declares. Each kernel file defines its functions in
+// attn::simd::ATTN_ISA (simd/batch.hpp); simd/kernel_table.cpp, compiled with them, fills that
+// instruction set's table.
 #pragma once
 
 #include <cstddef>
@@ -15,15 +16,16 @@ namespace attn::simd {
 
 // The same functions as simd.hpp declares, for one instruction set.
 struct Kernels {
-    const char* name;             // "sse2", "avx2", "avx512", "avx512bf16", "neon", or "native" (-Dnative=true)
-    const char* xsimd_name;       // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
-    std::size_t width;            // floats per batch
-    std::size_t floats_per_pair;  // of bfloat16 pairs in the bf16 mode's products: 1 with vdpbf16ps, else 2
-    bool f16_instructions;        // converts float16 with one instruction: decode reads such a cache in place
-#define ATTN_KERNEL_MEMBER(result, name, parameters, arguments) result(*name) parameters;
+    const char* name = "";            // "sse2", "avx2", "avx512", "avx512bf16", "neon", or "native" (-Dnative=true)
+    const char* xsimd_name = "";      // the architecture xsimd compiled it for: "sse2", "fma3+avx2", "avx512bw", …
+    std::size_t width = 1;            // floats per batch
+    std::size_t floats_per_pair = 0;  // of bfloat16 pairs in the bf16 mode's products: 1 with vdpbf16ps, else 2
+    bool f16_instructions = false;    // converts float16 with one instruction: decode reads such a cache in place
+    // one pointer per kernel of the list, of the type simd.hpp declares it with: void (*matmul_into)(…), …
+#define ATTN_KERNEL_MEMBER(name) decltype(&simd::name) name = nullptr;
     ATTN_FOR_EACH_KERNEL(ATTN_KERNEL_MEMBER)
 #undef ATTN_KERNEL_MEMBER
-    float (*pair_chains)(std::size_t steps);  // nullptr without vdpbf16ps
+    float (*pair_chains)(std::size_t steps) = nullptr;  // nullptr without vdpbf16ps
 };
 
 }  // namespace attn::simd
@@ -31,7 +33,8 @@ struct Kernels {
 #ifdef ATTN_ISA
 namespace attn::simd::ATTN_ISA {
 
-#define ATTN_DECLARE_KERNEL(result, name, parameters, arguments) result name parameters;
+// This set's definition of each kernel, declared as simd.hpp declares it (its defaults aside).
+#define ATTN_DECLARE_KERNEL(name) decltype(simd::name) name;
 ATTN_FOR_EACH_KERNEL(ATTN_DECLARE_KERNEL)
 #undef ATTN_DECLARE_KERNEL
 float pair_chains(std::size_t steps);

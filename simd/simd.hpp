@@ -52,6 +52,10 @@ void matmul_register_tile_into(const Matrix& A, const Matrix& B, Matrix& C);
 // With A = Q, B = K and scale = 1/√d_k this is the lesson's steps 3 and 4 in one pass.
 void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matrix& C, Threads threads,
                             const Blocking& blocking = simd::blocking());
+// Their scratch, on the calling thread: the packed panels of B (depth k, width n) for C = A·B (m×k)·(k×n),
+// and of Bᵀ likewise. Each scratch function gives what its kernel allocates, for a caller that must
+// budget it before the call.
+std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
 
 // The same with A and B rounded to bfloat16 and multiplied in pairs, as the bf16 mode of the fused
 // kernel computes its scores (below); one thread.
@@ -66,6 +70,11 @@ void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, 
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
                           float* log_sum_exp, Threads threads, const Blocking& blocking = simd::blocking(),
                           const ScoreTerms* terms = nullptr);
+// Its scratch: one area per thread of its team, whatever n, m and d_v are; and the most threads it
+// starts for n queries against m keys: one when the work is too small for a team, never more than one
+// per MR query rows. (Also the bf16 mode's, below, with its dtype.)
+std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype = Dtype::f32);
+std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
 
 // The same O with the products on bfloat16 (Dtype::bf16): Q, K, V and each tile of weights rounded
 // to bfloat16 (nearest, ties to even), the products summed in float, the softmax in float
@@ -83,6 +92,11 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
                                    std::span<const float> log_sum_exp, float scale, bool causal, Matrix& dQ, Matrix& dK,
                                    Matrix& dV, Threads threads, const Blocking& blocking = simd::blocking(),
                                    const ScoreTerms* terms = nullptr);
+// Its scratch: per thread of its team (fused_backward_team_size), two tiles, a panel and a block of
+// Kᵀ for m keys; besides, on the calling thread, dq_lanes copies of dQᵀ (simd/blocking.hpp) and two
+// floats per query row.
+std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v);
+std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k);
 
 // Decoding (simd/decode.cpp): a few query rows per key/value head against a long cache of keys and
 // values stored as floats or as 16-bit patterns (matrix/float16.hpp's Storage). The call holds
@@ -120,20 +134,6 @@ struct DecodeScratchBytes {
 };
 DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, std::size_t keys, std::size_t d_k,
                                         std::size_t d_v, Storage type);
-
-// Scratch memory the kernels allocate, for a caller that must budget it before the call:
-// matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
-// fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
-std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
-std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype = Dtype::f32);
-// The most threads fused_attention_into starts for n queries against m keys (each with its
-// scratch): one when the work is too small for a team, never more than one per MR query rows.
-std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);
-// The fused backward's: per thread of its team (fused_backward_team_size), two tiles, a panel and a
-// block of Kᵀ for m keys; besides, on the calling thread, dq_lanes copies of dQᵀ (simd/blocking.hpp)
-// and two floats per query row.
-std::uint64_t fused_backward_scratch_bytes(std::size_t m, std::size_t d_k, std::size_t d_v);
-std::size_t fused_backward_team_size(std::size_t n, std::size_t m, std::size_t d_k);
 
 // S_ij ← −∞ for j > i (any n×m S: the lower triangle aligned top-left).
 void causal_mask_in_place(Matrix& S, Threads threads);
@@ -190,5 +190,9 @@ std::string cpu_model();
 bool openmp_built();
 int max_threads();
 void set_max_threads(int threads);  // omp_set_num_threads; does nothing without OpenMP
+int cores();                        // the CPUs this process may run on (omp_get_num_procs; 1 without OpenMP)
+// The threads a team gets where nobody changed OpenMP's count: OMP_NUM_THREADS (its first number) when
+// set, else cores(); at most OMP_THREAD_LIMIT. 1 without OpenMP.
+int default_team();
 
 }  // namespace attn::simd

@@ -139,7 +139,7 @@ TEST_CASE("bad command lines exit 2 with one clear error line", "[cli][errors]")
         CHECK_THAT(r.err, Contains("attn: error: ") && Contains(message));
     };
     check_error("walk --bogus", "unknown option '--bogus'");
-    check_error("walk --scale cube", "--scale must be sqrt, dk or none, got 'cube'");
+    check_error("walk --scale cube", "--scale must be one of sqrt, dk and none, got 'cube'");
     check_error("walk --scale", "--scale needs a value");
     check_error("walk --lang fr", "--lang must be en or zh");
     check_error("walk --precision 12", "--precision must be a whole number from 0 to 8");
@@ -180,7 +180,7 @@ TEST_CASE("attn walk --backend simd and parallel print the same numbers as naive
     CHECK_THAT(fused.err, Contains("without ever storing S or α") && Contains("walks steps 3–6 as it does them"));
     const RunResult bad = run_attn("walk --backend gpu");
     CHECK(bad.status == 2);
-    CHECK_THAT(bad.err, Contains("--backend must be naive, simd, parallel or fused, got 'gpu'"));
+    CHECK_THAT(bad.err, Contains("--backend must be one of naive, simd, parallel and fused, got 'gpu'"));
 }
 
 TEST_CASE("attn --version names the instruction set, batch width and threads", "[cli]") {
@@ -323,16 +323,16 @@ TEST_CASE("attn run refuses bad input with exit 2, the file named, and no output
                   "n.csv: NaN at row 2, column 2");
     check_refused("run --q " + q + " --k " + k + " --v " + (dir.path / "none.npy").string(), "none.npy: cannot open");
     check_refused("run --q " + q + " --k " + dir.file("k5.npy", attn::Matrix(4, 5)) + " --v " + v,
-                  "q.npy (4×3) and " + (dir.path / "k5.npy").string() + " (4×5) must have the same width d_k");
+                  "q.npy (4×3) and " + (dir.path / "k5.npy").string() + " (4×5) must have the same width E");
     check_refused("run --q " + q + " --k " + k + " --v " + dir.file("v9.npy", attn::Matrix(9, 3)),
-                  "k.npy (4×3) and " + (dir.path / "v9.npy").string() + " (9×3) must have the same number of rows");
+                  "k.npy (4×3) and " + (dir.path / "v9.npy").string() + " (9×3) must have the same number of keys S");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory 20",
                   "more than the --max-memory limit of 20 bytes");
     check_refused("run --q " + q + " --k " + k, "the core needs all of --q, --k and --v");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --x " + q, "not both");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --max-memory lots", "--max-memory takes a size");
     check_refused("run --q " + q + " --k " + k + " --v " + v + " --backend quantum",
-                  "--backend must be naive, simd, parallel or fused");
+                  "--backend must be one of naive, simd, parallel and fused");
     // An empty --out is refused as an option before any work, not after the computation with a
     // message that names an empty directory.
     const RunResult empty_out = run_attn("run --q " + q + " --k " + k + " --v " + v + " --out ''");
@@ -494,7 +494,7 @@ TEST_CASE("attn run --dtype bf16 writes the library's bf16 output and refuses wh
     CHECK_THAT(backward.err, Contains("dtype bf16 has no backward"));
     const RunResult unknown = run_attn(core + " --dtype f16");
     CHECK(unknown.status == 2);
-    CHECK_THAT(unknown.err, Contains("--dtype must be f32 or bf16, got 'f16'"));
+    CHECK_THAT(unknown.err, Contains("--dtype must be one of f32 and bf16, got 'f16'"));
     // a query float32 takes (the keys are small) but bfloat16 cannot hold: refused, not NaN
     const std::string huge = dir.file("huge.npy", attn::Matrix{{3.4e38f, 0.0f}}),
                       small = dir.file("small.npy", attn::Matrix{{1e-3f, 0.0f}, {0.0f, 1e-3f}}),
@@ -772,44 +772,64 @@ TEST_CASE("attn run refuses heads that do not fit together, with exit 2, the fil
         CHECK(r.err == "attn: error: " + message + "\n");
         CHECK_FALSE(std::filesystem::exists(out));
     };
+    // the library's refusals, told after the files, each operand named by its file and shape
+    const auto sdpa = [](const std::vector<std::string>& files, const std::string& what) {
+        std::string list;
+        for (const std::string& f : files) list += (list.empty() ? "" : ", ") + f;
+        return list + ": scaled_dot_product_attention: " + what;
+    };
     check_refused("run --q " + q + " --k " + k2 + " --v " + v,
-                  q + " (2×3×4) is 3-D and " + k2 + " (5×4) is 2-D: K must have the rank of Q");
-    check_refused("run --q " + q + " --k " + k + " --v " + v + " --grad-output " + file("do.npy", {6, 3}),
-                  q + " (2×3×4) is 3-D and " + dir.at("do.npy") + " (6×3) is 2-D: dO must have the output's rank");
-    const std::string five = file("q5.npy", {1, 1, 2, 3, 4});
-    check_refused("run --q " + five + " --k " + five + " --v " + five,
-                  five + " (1×1×2×3×4): 5-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
+                  sdpa({q, k2, v},
+                       q + " (2×3×4), " + k2 + " (5×4) and " + v + " (2×5×3) must have the same number of dimensions"));
+    const std::string d_o = file("do.npy", {6, 3});
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --grad-output " + d_o,
+                  q + ", " + k + ", " + v + ", " + d_o + ": scaled_dot_product_attention_backward: " + d_o +
+                      " (6×3) must be 2×3×3, the shape of O: one gradient per output entry");
     const std::string one = file("q1.npy", {4});
     check_refused("run --q " + one + " --k " + one + " --v " + one,
-                  one + " (4): 1-D; Q, K and V must be 2-D (L, E), 3-D (H, L, E) or 4-D (B, H, L, E)");
+                  sdpa({one, one, one}, one + " (4) must have at least 2 dimensions (…, L, E)"));
     const std::string bits = bool_file(dir, "bits.npy", {2, 4}, std::vector<bool>(8, true));
-    check_refused("run --q " + bits + " --k " + k2 + " --v " + v2,
-                  bits + " (2×4): a boolean array; Q must be float32 or float64 (only --mask may be boolean)");
-    check_refused("run --q " + q + " --k " + k + " --v " + v + " --mask " +
-                      bool_file(dir, "m.npy", {3, 4}, std::vector<bool>(12, true)),
-                  dir.at("m.npy") +
-                      " (3×4): the mask does not broadcast to the scores 2×3×5 (H, L, S): aligned "
-                      "from the right, each of its dimensions must be 1 or the scores' own");
-    check_refused("run --q " + q2 + " --k " + k2 + " --v " + v2 + " --mask " + file("m4.npy", {1, 1, 4, 5}),
-                  dir.at("m4.npy") +
-                      " (1×1×4×5): the mask does not broadcast to the scores 4×5 (L, S): aligned "
-                      "from the right, each of its dimensions must be 1 or the scores' own");
-    check_refused("run --x " + q2 + " --wq " + q2 + " --wk " + q2 + " --wv " + q2 + " --mask " + file("m2.npy", {4, 4}),
-                  "run: --mask applies to the scores of --q/--k/--v, not to the --x layer form");
+    check_refused(
+        "run --q " + bits + " --k " + k2 + " --v " + v2,
+        sdpa({bits, k2, v2}, bits + " (2×4) holds booleans: it must hold numbers (only a mask may be boolean)"));
+    const std::string m = bool_file(dir, "m.npy", {3, 4}, std::vector<bool>(12, true));
+    check_refused("run --q " + q + " --k " + k + " --v " + v + " --mask " + m,
+                  sdpa({q, k, v, m}, m + " (3×4) does not broadcast to the scores 2×3×5 (H, L, S): aligned "
+                                         "from the right, each of its dimensions must be 1 or the scores' own"));
+    const std::string m4 = file("m4.npy", {1, 1, 4, 5});
+    check_refused("run --q " + q2 + " --k " + k2 + " --v " + v2 + " --mask " + m4,
+                  sdpa({q2, k2, v2, m4}, m4 + " (1×1×4×5) does not broadcast to the scores 4×5 (L, S): aligned "
+                                              "from the right, each of its dimensions must be 1 or the scores' own"));
     check_refused("run --x " + q + " --wq " + q2 + " --wk " + q2 + " --wv " + q2,
-                  q + " (2×3×4): 3-D; the --x layer form reads 2-D matrices (for heads, give --q, --k and --v)");
+                  q + ", " + q2 + ", " + q2 + ", " + q2 + ": SingleHeadAttention: " + q +
+                      " (2×3×4): 3-D; the layer reads 2-D matrices");
+    // what the library reads, attn run reads: more leading dimensions are the batch, and the layer
+    // takes a mask over its scores
+    const std::string five = file("q5.npy", {1, 2, 1, 3, 4});
+    const RunResult batches =
+        run_attn("run --q " + five + " --k " + five + " --v " + five + " --out " + dir.at("five"));
+    CHECK(batches.status == 0);
+    CHECK_THAT(batches.out, Contains("2 batches (1×2) × 1 head × 3 tokens × 4") && Contains("output.npy (1×2×1×3×4)"));
+    const std::string layer = "run --x " + q2 + " --wq " + q2 + " --wk " + q2 + " --wv " + q2;
+    const std::vector<bool> lower = {true, false, false, false, true, true, false, false,
+                                     true, true,  true,  false, true, true, true,  true};
+    REQUIRE(
+        run_attn(layer + " --mask " + bool_file(dir, "lower.npy", {4, 4}, lower) + " --out " + dir.at("m")).status ==
+        0);
+    REQUIRE(run_attn(layer + " --causal --out " + dir.at("c")).status == 0);
+    CHECK(attn::read_array(dir.at("m") + "/output.npy").values == attn::read_array(dir.at("c") + "/output.npy").values);
     // what the library checks: told after the files, each operand named by its file and shape
     const std::string k3 = file("k3.npy", {3, 5, 4}), v3 = file("v3.npy", {3, 5, 3});
     const RunResult groups =
         run_attn("run --q " + file("q4.npy", {4, 3, 4}) + " --k " + k3 + " --v " + v3 + " --out " + out);
     CHECK(groups.status == 2);
     CHECK_THAT(groups.err, StartsWith("attn: error: " + dir.at("q4.npy") + ", " + k3 + ", " + v3 + ": ") &&
-                               Contains("multiple") && Contains(k3 + " (1×3×5×4)"));
+                               Contains("multiple") && Contains(k3 + " (3×5×4)"));
     CHECK_FALSE(std::filesystem::exists(out));
     const RunResult widths =
         run_attn("run --q " + q + " --k " + k + " --v " + file("v6.npy", {2, 6, 3}) + " --out " + out);
     CHECK(widths.status == 2);
-    CHECK_THAT(widths.err, Contains(dir.at("v6.npy") + " (1×2×6×3)"));
+    CHECK_THAT(widths.err, Contains(dir.at("v6.npy") + " (2×6×3)"));
     CHECK_FALSE(std::filesystem::exists(out));
 }
 
@@ -875,21 +895,26 @@ TEST_CASE("attn run --kv-dtype refuses what a cache cannot do, with exit 2 and n
         CHECK(r.err == "attn: error: " + message + "\n");
         CHECK_FALSE(std::filesystem::exists(out));
     };
-    check_refused(core + " --kv-dtype f8", "run: --kv-dtype must be f32, bf16 or f16, got 'f8'");
+    check_refused(core + " --kv-dtype f8", "run: --kv-dtype must be one of f32, bf16 and f16, got 'f8'");
     check_refused(core + " --kv-dtype bf16 --grad-output " + q,
-                  "run: --kv-dtype bf16 has no backward (a 16-bit key/value cache): --grad-output needs --kv-dtype "
-                  "f32 or none");
+                  q + ", " + k + ", " + k + ", " + q +
+                      ": scaled_dot_product_attention_backward: a bf16 cache has no backward: the backward and "
+                      "keep_for_backward need float32 keys and values");
     check_refused("run --x " + m + " --wq " + m + " --wk " + m + " --wv " + m + " --kv-dtype f16",
-                  "run: --kv-dtype applies to the keys and values of --q/--k/--v, not to the --x layer form");
+                  m + ", " + m + ", " + m + ", " + m +
+                      ": SingleHeadAttention: a kv dtype applies to keys and values given as they are, not to the "
+                      "layer's projections");
     // the cache is charged to the budget after the files (4·8·4 + 2·2·300·8·4 bytes): 2·300·8·2 for K
-    check_refused(core + " --kv-dtype f16 --max-memory 40K",
-                  q + ", " + k + ", " + k + ": K cached as f16 (1×2×300×8) needs 9 KiB on top of 37 KiB already " +
-                      "taken, more than the --max-memory limit of 40 KiB");
+    check_refused(
+        core + " --kv-dtype f16 --max-memory 40K",
+        q + ", " + k + ", " + k + ": " + k + " (2×300×8) as float32 holding f16 values (given as " +
+            "float32) needs 18.75 KiB on top of 37.62 KiB already taken, more than the --max-memory limit of " +
+            "40 KiB");
     attn::Matrix large = random_matrix(2 * 300, 8, rng);
     large(301, 2) = 65520.0f;  // the midpoint between the largest float16 and 2¹⁶: a tie, to ∞
     const std::string v = nd_file(dir, "v.npy", large, {2, 300, 8});
     check_refused(core.substr(0, core.rfind(" --v ")) + " --v " + v + " --kv-dtype f16",
-                  q + ", " + k + ", " + v + ": to_cache: " + v +
-                      " (1×2×300×8) holds 65520 at [0, 1, 1, 2], which rounds to ±∞ in f16 (the largest is 65504): " +
+                  q + ", " + k + ", " + v + ": scaled_dot_product_attention: " + v +
+                      " (2×300×8) holds 65520 at [1, 1, 2], which rounds to ±∞ in f16 (the largest is 65504): " +
                       "a cache cannot hold it");
 }

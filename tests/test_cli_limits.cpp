@@ -49,8 +49,8 @@ TEST_CASE("attn run: crafted zero-width files claiming 2³² or 2⁶³+1 rows ar
     for (const std::string backend : {"naive", "simd", "parallel", "fused"}) {
         INFO(backend);
         const std::string out = " --backend " + backend + " --out " + dir.at("out");
-        check_refused(run_attn("run --q " + q32 + " --k " + q32 + " --v " + q32 + out), "d_k = 0");
-        check_refused(run_attn("run --q " + q63 + " --k " + k2 + " --v " + k2 + out), "d_k = 0");
+        check_refused(run_attn("run --q " + q32 + " --k " + q32 + " --v " + q32 + out), "E = 0");
+        check_refused(run_attn("run --q " + q63 + " --k " + k2 + " --v " + k2 + out), "E = 0");
         check_refused(run_attn("run --x " + x62 + " --wq " + w + " --wk " + w + " --wv " + w + out),
                       "x62.npy, " + w + ", " + w + ", " + w + ": ");
         CHECK(!std::filesystem::exists(dir.at("out")));  // not even the directory
@@ -63,8 +63,9 @@ TEST_CASE("attn run: --max-memory covers S and scratch, printing needs none, and
     const std::string big = dir.file("q.npy", Matrix(65536, 16));  // 4 MiB each; S would be 16 GiB
     const std::string inputs = "run --q " + big + " --k " + big + " --v " + big;
     check_refused(run_attn(inputs), "S/α (65536×65536) of steps 3–5 on the parallel backend");
+    // the files (12 MiB) and O (4 MiB) are charged before S
     check_refused(run_attn(inputs),
-                  "needs 16 GiB on top of 12 MiB already taken, more than the --max-memory limit of 8 GiB");
+                  "needs 16 GiB on top of 16 MiB already taken, more than the --max-memory limit of 8 GiB");
     // fused never stores S: where S (12000² floats, 549 MiB) does not fit, fused does
     const std::string narrow = dir.file("n.npy", Matrix(12000, 1, 0.5f));
     const std::string core = "run --q " + narrow + " --k " + narrow + " --v " + narrow + " --max-memory 256M";
@@ -78,6 +79,19 @@ TEST_CASE("attn run: --max-memory covers S and scratch, printing needs none, and
     CHECK(printed.out.size() > std::size_t{2621440} * 7);  // " 0.0000" a value
     check_refused(run_attn(inputs + " --max-memory 17179869184G"), "--max-memory '17179869184G' is too large to count");
     check_refused(run_attn(inputs + " --max-memory 20"), "more than the --max-memory limit of 20 bytes");
+}
+
+TEST_CASE("attn run: --max-memory's refusal names the limit as given and what the run needs", "[cli][limits]") {
+    const TempDir dir;
+    const std::string half = dir.file("q.npy", Matrix(512, 256)), whole = dir.file("v.npy", Matrix(1024, 256));
+    // 512 KiB twice, then 1 MiB more: past 1536K (1.5 MiB), with 512 KiB of it still free
+    check_refused(run_attn("run --q " + half + " --k " + half + " --v " + whole + " --max-memory 1536K"),
+                  whole + ": shape (1024, 256) needs 1 MiB on top of 1 MiB already taken, more than the --max-memory " +
+                      "limit of 1.5 MiB");
+    // a buffer of the library's plan is told so too
+    check_refused(run_attn("run --q " + half + " --k " + half + " --v " + half + " --max-memory 1792K"),
+                  "O (512×256) of step 6 needs 512 KiB on top of 1.5 MiB already taken, more than the --max-memory " +
+                      std::string("limit of 1.75 MiB"));
 }
 
 TEST_CASE("attn run: the whole run is charged before step 1 runs, so a run too large does no work first",
@@ -449,7 +463,9 @@ TEST_CASE("attn run on heads: --max-memory charges every head and the mask befor
     const std::string mask = dir.text("m.npy", bits + std::string(8 * 512 * 512, '\1'));
     check_refused(
         run_attn("run --q " + q + " --k " + q + " --v " + q + " --max-memory 2M --backend fused --mask " + mask),
-        mask + ": shape (1, 8, 512, 512) needs 2 MiB, more than the --max-memory limit");
+        mask +
+            ": shape (1, 8, 512, 512) needs 2 MiB on top of 384 KiB already taken, more than the --max-memory "
+            "limit of 2 MiB");
     // zero-width heads claiming 2⁴⁸ of them hold no data, and are refused by their width, not allocated
     const std::string huge = nd("h.npy", Matrix(0, 0), {65536, 65536, 65536, 0});
     check_refused(run_attn("run --q " + huge + " --k " + huge + " --v " + huge + " --out " + dir.at("h")), "E = 0");

@@ -595,7 +595,7 @@ TEST_CASE("each room includes only the rooms below it, and no front end another"
     }
     // The targets of the other front ends compile no source of the command line (meson.build).
     const std::string build = read(root / "meson.build");
-    for (const std::string target : {"extension_module('attention_cpp'", "executable('attn_walk'"}) {
+    for (const std::string target : {"extension_module('_attention_cpp'", "executable('attn_walk'"}) {
         const std::size_t at = build.find(target);
         REQUIRE(at != std::string::npos);
         const std::string sources = build.substr(at, build.find("dependencies", at) - at);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/heads.hpp"
+#include "attention/shapes.hpp"
 #include "check_close.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
@@ -165,6 +166,22 @@ TEST_CASE("masks broadcast along batch, head and row, boolean and additive, matc
                                                           .output);
                 }
         }
+}
+
+TEST_CASE("a mask's strides as the scores read it: NumPy's broadcast, or none", "[heads][mask]") {
+    using Strides = std::vector<std::ptrdiff_t>;
+    const std::vector<std::size_t> scores{2, 3, 4, 5};  // (B, H, L, S)
+    const auto strides_of = [&](std::vector<std::size_t> shape) {
+        return attn::broadcast(attn::View{.data = nullptr, .shape = shape}, scores);
+    };
+    CHECK(strides_of({4, 5}) == Strides{0, 0, 5, 1});          // one (L, S) for every head
+    CHECK(strides_of({2, 1, 1, 5}) == Strides{5, 0, 0, 1});    // padding keys per batch
+    CHECK(strides_of({3, 1, 5}) == Strides{0, 5, 0, 1});       // per head, every query
+    CHECK(strides_of({2, 3, 4, 5}) == Strides{60, 20, 5, 1});  // C order itself
+    CHECK(strides_of({}) == Strides{0, 0, 0, 0});              // a scalar
+    CHECK(strides_of({1, 1, 1, 1, 5}).empty());                // more dimensions
+    CHECK(strides_of({3, 5}).empty());                         // 3 against L = 4
+    CHECK(strides_of({2, 3, 1, 4}).empty());                   // 4 against S = 5
 }
 
 TEST_CASE("causal with fewer or more queries than keys is the lower triangle aligned top-left", "[heads][causal]") {
@@ -335,7 +352,8 @@ TEST_CASE("shapes that do not fit are refused naming both operands' shapes", "[h
     CHECK_THROWS_WITH(scaled_dot_product_attention(Q.view(), narrow.view(), narrow.view()),
                       Catch::Contains("Q (2×4×5×8) and K (2×2×7×4) must have the same width E"));
     CHECK_THROWS_WITH(scaled_dot_product_attention(Q.view(), other_batch.view(), other_batch.view()),
-                      Catch::Contains("Q (2×4×5×8) and K (1×2×7×8)") && Catch::Contains("same batch B"));
+                      Catch::Contains("Q (2×4×5×8), K (1×2×7×8) and V (1×2×7×8)") &&
+                          Catch::Contains("same leading dimensions (the batch B)"));
     CHECK_THROWS_WITH(scaled_dot_product_attention(Q.view(), K2.view(), short_V.view()),
                       Catch::Contains("K (2×2×7×8) and V (2×2×6×6) must have the same number of keys S"));
     const auto r = scaled_dot_product_attention(Q.view(), K2.view(), K2.view());
@@ -412,5 +430,47 @@ TEST_CASE("masked gradients agree across backends with the naive loops", "[heads
         check_close(got.dQ.values, want.dQ.values, 1e-5, 1e-4);
         check_close(got.dK.values, want.dK.values, 1e-5, 1e-4);
         check_close(got.dV.values, want.dV.values, 1e-5, 1e-4);
+    }
+}
+
+TEST_CASE("a call with no output still checks every input; no heads at all give empty results", "[heads][edge]") {
+    std::mt19937 rng(552);
+    const Heads K = random_heads({1, 2, 5, 4}, rng);
+    Heads bad = K;
+    bad.values(7, 2) = NAN;  // key/value head 1, key 2
+    for (const Backend b : all_backends)
+        for (const attn::KvDtype type : {attn::KvDtype::f32, attn::KvDtype::bf16, attn::KvDtype::f16}) {
+            INFO(attn::to_string(b) << ", a " << attn::to_string(type) << " cache");
+            const attn::Cache k = attn::to_cache(bad.view(), type), v = attn::to_cache(K.view(), type);
+            const attn::AttentionOptions o{.backend = b};
+            // no query rows (L = 0), no query heads (H = 0), values of no width (E_v = 0): nothing to compute,
+            // and the NaN is refused all the same
+            const Heads no_rows = random_heads({1, 2, 0, 4}, rng), no_heads = random_heads({1, 0, 3, 4}, rng);
+            CHECK_THROWS_WITH(attn::scaled_dot_product_attention(no_rows.view(), k.view(), v.view(), o),
+                              Catch::Contains("K (5×4) holds NaN or ±inf"));
+            CHECK_THROWS_WITH(attn::scaled_dot_product_attention(no_heads.view(), k.view(), v.view(), o),
+                              Catch::Contains("K (5×4) holds NaN or ±inf"));
+            const attn::Cache narrow = attn::to_cache({nullptr, {1, 2, 5, 0}}, type);
+            CHECK_THROWS_WITH(
+                attn::scaled_dot_product_attention(random_heads({1, 2, 1, 4}, rng).view(), k.view(), narrow.view(), o),
+                Catch::Contains("K (5×4) holds NaN or ±inf"));
+        }
+    // PyTorch's formula for H = 0 heads: an empty (B, 0, L, E_v); gradients of their shapes, dK and dV 0
+    const Heads Q = random_heads({2, 0, 3, 4}, rng), K0 = random_heads({2, 0, 5, 4}, rng),
+                V0 = random_heads({2, 0, 5, 3}, rng), dO = random_heads({2, 0, 3, 3}, rng);
+    const Heads Kq = random_heads({2, 2, 5, 4}, rng), Vq = random_heads({2, 2, 5, 3}, rng);
+    for (const Backend b : all_backends) {
+        const attn::AttentionOptions o{.backend = b, .keep_for_backward = true};
+        const attn::HeadsResult r = attn::scaled_dot_product_attention(Q.view(), K0.view(), V0.view(), o);
+        CHECK((r.output.shape.batch == 2 && r.output.shape.heads == 0 && r.output.shape.cols == 3));
+        const attn::HeadsGradients g =
+            attn::scaled_dot_product_attention_backward(Q.view(), K0.view(), V0.view(), r, dO.view(), o);
+        CHECK((g.dK.shape.heads == 0 && g.dV.shape.cols == 3));
+        // key/value heads that no query head reads get no gradient
+        const attn::HeadsResult unread = attn::scaled_dot_product_attention(Q.view(), Kq.view(), Vq.view(), o);
+        const attn::HeadsGradients zero =
+            attn::scaled_dot_product_attention_backward(Q.view(), Kq.view(), Vq.view(), unread, dO.view(), o);
+        CHECK(zero.dK.values == Matrix(2 * 2 * 5, 4, 0.0f));
+        CHECK(zero.dV.values == Matrix(2 * 2 * 5, 3, 0.0f));
     }
 }

@@ -23,6 +23,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/run.hpp"
 #include "io/io.hpp"
 #include "matrix/ops.hpp"
 #include "matrix/random.hpp"
@@ -34,6 +35,8 @@ using attn::random_matrix;
 
 using attn::Backend;
 using attn::Matrix;
+using attn::Scale;
+using attn::ScoreMask;
 using Catch::Contains;
 
 namespace {
@@ -89,6 +92,20 @@ TEST_CASE("size products are checked: a shape whose float count overflows is ref
     CHECK(m(1, 1) == 1.0f);
 }
 
+// What a single head's call on Q (n×d_k), K (m×d_k) and V (m×d_v) would allocate, by the library's own
+// plan (attn::plan reads the shapes alone: no data is needed).
+std::uint64_t planned_bytes(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v, Backend b) {
+    static const float nothing = 0.0f;  // never read
+    const std::size_t q[] = {n, d_k}, k[] = {m, d_k}, v[] = {m, d_v};
+    const attn::Call call{.Q = attn::View{&nothing, q},
+                          .K = attn::View{&nothing, k},
+                          .V = attn::View{&nothing, v},
+                          .options = {.backend = b}};
+    std::uint64_t total = 0;
+    for (const attn::Buffer& buffer : attn::plan(call)) total += buffer.bytes;
+    return total;
+}
+
 TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows are refused by every backend",
           "[limits][sizes]") {
     const Matrix Q = attn::parse_npy(zero_width_npy(std::size_t{1} << 32), "q.npy");  // 128 bytes, no data
@@ -96,17 +113,16 @@ TEST_CASE("crafted zero-width .npy files claiming 2³², 2⁶² or 2⁶³+1 rows
     for (Backend b : all_backends) {
         INFO(attn::to_string(b));
         // d_k = 0 is refused before the 2³²×2³² score matrix could be attempted
-        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, Q, Q, {.backend = b}), Contains("d_k = 0"));
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Q, Q, Q, {.backend = b}), Contains("E = 0"));
         // X (2⁶², 0) with W (0, 4): Q would be 2⁶²×4 floats
         const Matrix X = attn::parse_npy(zero_width_npy(std::size_t{1} << 62), "x.npy");
         const attn::SingleHeadAttention layer(Matrix(0, 4), Matrix(0, 4), Matrix(0, 4));
         CHECK_THROWS_AS(layer.forward(X, {.backend = b}), std::length_error);
     }
     const Matrix huge = attn::parse_npy(zero_width_npy((std::size_t{1} << 63) + 1), "q.npy");
-    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(huge, Matrix(2, 0), Matrix(2, 0)), Contains("d_k = 0"));
-    CHECK_THROWS_AS(
-        attn::backends::attention_buffers(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel),
-        std::length_error);
+    CHECK_THROWS_WITH(attn::scaled_dot_product_attention(huge, Matrix(2, 0), Matrix(2, 0)), Contains("E = 0"));
+    CHECK_THROWS_AS(planned_bytes(std::size_t{1} << 32, std::size_t{1} << 32, 1, 1, Backend::parallel),
+                    std::length_error);
 }
 
 TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones round to 0", "[limits][csv]") {
@@ -128,11 +144,11 @@ TEST_CASE("CSV values beyond float32 are refused with line and column; tiny ones
     CHECK(attn::parse_csv("3.4e38\n", "r.csv")(0, 0) == 3.4e38f);
 }
 
-TEST_CASE("d_k = 0 is refused at the API, by every backend, with the shapes named", "[limits][dk0]") {
+TEST_CASE("E = d_k = 0 is refused at the API, by every backend, with the shapes named", "[limits][dk0]") {
     for (Backend b : all_backends) {
         INFO(attn::to_string(b));
         CHECK_THROWS_WITH(attn::scaled_dot_product_attention(Matrix(3, 0), Matrix(3, 0), Matrix(3, 2), {.backend = b}),
-                          Contains("scaled_dot_product_attention: d_k = 0: Q (3×0) and K (3×0)"));
+                          Contains("scaled_dot_product_attention: E = 0: Q (3×0) and K (3×0)"));
     }
     CHECK_THROWS_WITH(attn::SingleHeadAttention(Matrix(4, 0), Matrix(4, 0), Matrix(4, 2)),
                       Contains("SingleHeadAttention: d_k = 0") && Contains("W_Q (4×0)"));
@@ -166,6 +182,35 @@ TEST_CASE("values that would leave float32 range are refused alike by every back
     for (Backend b : all_backends)
         CHECK(attn::scaled_dot_product_attention(q, k, v, {.backend = b}).output(0, 0) ==
               Approx(want(0, 0)).epsilon(1e-6));
+}
+
+TEST_CASE("the scores the kernels add up count the scale and the mask's terms: past float32, refused by all",
+          "[limits][overflow]") {
+    // ‖q‖·‖k‖ = 1e10 is far inside float32, but 1e30 times it is not
+    const Matrix q(2, 1, 1e5f), k(3, 1, 1e5f), v(3, 2, 1.0f);
+    // S = 1.4e38 is inside (step 3), but a term of 3e38 on it is not; −3.4e38 (float32's lowest) is
+    const Matrix big_q(2, 1, 1.4e19f), big_k(3, 1, 1e19f), up(2, 3, 3e38f), down(2, 3, -3.4e38f);
+    const ScoreMask terms_up{.data = up.data(), .row_stride = 3, .col_stride = 1},
+        terms_down{.data = down.data(), .row_stride = 3, .col_stride = 1};
+    for (Backend b : all_backends) {
+        INFO(attn::to_string(b));
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(q, k, v, {.explicit_scale = 1e30f, .backend = b}),
+                          Contains("step 4 (S' = scale·S + M, the mask's terms M added) could leave the float32 "
+                                   "range: scale·max‖q_i‖·max‖k_j‖ + ½·(the largest finite term of the mask) = 1e+40"));
+        CHECK(std::isfinite(
+            attn::scaled_dot_product_attention(q, k, v, {.explicit_scale = 1e27f, .backend = b}).output(0, 0)));
+        CHECK_THROWS_WITH(attn::scaled_dot_product_attention(big_q, big_k, v,
+                                                             {.mask = &terms_up, .scale = Scale::none, .backend = b}),
+                          Contains("step 4") && Contains("= 2.9e+38"));
+        const Matrix out = attn::scaled_dot_product_attention(big_q, big_k, v,
+                                                              {.mask = &terms_down, .scale = Scale::none, .backend = b})
+                               .output;
+        CHECK(std::none_of(out.data(), out.data() + out.size(), [](float x) { return std::isnan(x); }));
+        // and the backward, which recomputes the scores, by the same bound
+        CHECK_THROWS_WITH(
+            attn::attention_forward_backward(q, k, v, Matrix(2, 2, 1.0f), {.explicit_scale = 1e30f, .backend = b}),
+            Contains("step 4"));
+    }
 }
 
 TEST_CASE(
@@ -203,24 +248,19 @@ TEST_CASE("the memory a call needs is known before it allocates, and a budget re
           "[limits][memory]") {
     // Q, K, V of 65536×16 (12 MiB of input) need a 16 GiB S on the materialised backends.
     const std::uint64_t S = std::uint64_t{65536} * 65536 * 4;
-    const auto total = [](const std::vector<attn::backends::Buffer>& buffers) {
-        std::uint64_t sum = 0;
-        for (const auto& b : buffers) sum += b.bytes;
-        return sum;
-    };
     for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
-        CHECK(total(attn::backends::attention_buffers(65536, 65536, 16, 16, b)) >= S);
-    CHECK(total(attn::backends::attention_buffers(65536, 65536, 16, 16, Backend::fused)) < (std::uint64_t{64} << 20));
+        CHECK(planned_bytes(65536, 65536, 16, 16, b) >= S);
+    CHECK(planned_bytes(65536, 65536, 16, 16, Backend::fused) < (std::uint64_t{64} << 20));
     // The fused scratch does not grow with d_v (only O does: 4 bytes a column of each of O's 3 rows;
     // fewer rows go to the decode kernel, whose blocks keep d_v-wide sums).
-    CHECK(total(attn::backends::attention_buffers(3, 1, 4, 2621440, Backend::fused)) ==
-          total(attn::backends::attention_buffers(3, 1, 4, 16, Backend::fused)) + 3 * 4 * (2621440 - 16));
+    CHECK(planned_bytes(3, 1, 4, 2621440, Backend::fused) ==
+          planned_bytes(3, 1, 4, 16, Backend::fused) + 3 * 4 * (2621440 - 16));
     // Empty sizes are counted too, and need no scratch for the GEMM (the fuzzer found d_model = 0
-    // divided by a zero depth: a 0×0 X of a layer).
+    // divided by a zero depth: a 0×0 X of a layer); E = 0 is refused before anything is planned.
     for (Backend b : all_backends) {
         for (std::size_t width : {0, 3, 1000}) {  // narrow and wide products of no depth
             CHECK_NOTHROW(attn::backends::projection_buffers(width, 0, width, width, b));
-            CHECK_NOTHROW(attn::backends::attention_buffers(5, width, 0, width, b));
+            CHECK_THROWS_WITH(planned_bytes(5, width, 0, width, b), Contains("E = 0"));
         }
     }
     CHECK(attn::simd::gemm_scratch_bytes(5, 0, 1000) == 0);

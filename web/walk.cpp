@@ -33,20 +33,16 @@ Matrix matrix(const val& state, const char* name) {
     return parse_cells(cells, name);
 }
 
-Scale scale_named(const std::string& name) {
-    return name == "dk" ? Scale::dk : name == "none" ? Scale::none : Scale::sqrt_dk;
-}
-
 }  // namespace
 
-// scale: "sqrt", "dk" or "none".
+// scale: "sqrt", "dk" or "none" (any other is refused, naming them).
 std::string walk(const val& state, const std::string& scale, bool causal) {
     try {
         const Matrix X = matrix(state, "X");
         const SingleHeadAttention layer(matrix(state, "W_Q"), matrix(state, "W_K"), matrix(state, "W_V"));
         std::vector<std::string> tokens = strings(state["tokens"]);
         tokens.resize(X.rows());
-        const AttentionOptions options{.causal = causal, .scale = scale_named(scale), .backend = Backend::naive};
+        const AttentionOptions options{.causal = causal, .scale = scale_from_string(scale), .backend = Backend::naive};
         return lesson::walk_json(lesson::forward_walk(layer, X, options), tokens);
     } catch (const std::exception& e) {
         return lesson::refusal_json(e);

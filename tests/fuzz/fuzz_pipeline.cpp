@@ -9,6 +9,7 @@
 // Input layout: byte 0 = options (bit 0 causal, bits 1–2 scale, bit 3 CSV instead of .npy, bit 4
 // full layer instead of core); then 3 or 4 files, each a 2-byte little-endian length and its bytes.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +21,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/backends.hpp"
+#include "attention/run.hpp"
 #include "io/io.hpp"
 #include "matrix/bfloat16.hpp"
 #include "matrix/norms.hpp"
@@ -37,6 +38,27 @@ constexpr double eps = std::numeric_limits<float>::epsilon();
 // Inputs within the memory budget can still ask for billions of flops, legitimately (attn run would
 // compute them): skipped here, where every execution should take milliseconds under ASan.
 constexpr double max_flops = 2e7;
+
+// The matrices of a call as its views (attention/call.hpp).
+struct Views {
+    std::vector<std::array<std::size_t, 2>> shapes;
+    explicit Views(std::size_t count) { shapes.reserve(count); }
+    attn::View operator()(const Matrix& M) {
+        shapes.push_back({M.rows(), M.cols()});
+        return {M.data(), shapes.back()};
+    }
+};
+
+// Whether the call, as the library plans it (attn::plan), fits in what is left of the budget, as one
+// attn run would; a call the library refuses by its shapes fits (it allocates nothing).
+bool fits(const attn::Call& call, attn::MemoryBudget budget) {
+    try {
+        for (const attn::Buffer& buffer : attn::plan(call)) budget.charge(buffer.bytes, buffer.name);
+    } catch (const std::length_error&) {
+        return false;
+    } catch (const std::invalid_argument&) {}
+    return true;
+}
 
 [[noreturn]] void bug(const char* what) {
     std::fprintf(stderr, "fuzz_pipeline: %s\n", what);
@@ -102,14 +124,11 @@ void backward_on_every_backend(const Matrix& Q, const Matrix& K, const Matrix& V
                                const attn::AttentionOptions& base, const attn::MemoryBudget& budget) {
     const std::size_t n = Q.rows(), m = K.rows(), d_k = Q.cols(), d_v = V.cols();
     if (2.0 * double(n) * double(m) * (2.0 * double(d_k) + 3.0 * double(d_v) + 8.0) > max_flops) return;
-    try {
-        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
-            attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(n, m, d_k, d_v, b, true));
-            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, m, d_k, d_v, b));
-        }
-    } catch (const std::length_error&) {
-        return;
+    Views view(4);
+    attn::Call call{.task = attn::Task::forward_backward, .Q = view(Q), .K = view(K), .V = view(V), .dO = view(dO)};
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        call.options.backend = b;
+        if (!fits(call, budget)) return;
     }
     struct Gradients {
         std::optional<attn::AttentionGradients> g;
@@ -156,15 +175,16 @@ void layer_backward_on_every_backend(const std::vector<Matrix>& m, const Matrix&
     const double flops = 2.0 * double(n) * double(n) * (2.0 * double(d_k) + 3.0 * double(d_v) + 8.0) +
                          6.0 * double(n) * double(d_model) * (2.0 * double(d_k) + double(d_v));
     if (flops > max_flops) return;
-    try {
-        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
-            attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(n, n, d_k, d_v, b, true));
-            attn::charge(one_run, attn::backends::attention_gradient_buffers(n, n, d_k, d_v, b));
-            attn::charge(one_run, attn::backends::projection_gradient_buffers(n, d_model, d_k, d_v, b));
-        }
-    } catch (const std::length_error&) {
-        return;
+    Views view(5);
+    attn::Call call{.task = attn::Task::forward_backward,
+                    .X = view(X),
+                    .W_Q = view(m[1]),
+                    .W_K = view(m[2]),
+                    .W_V = view(m[3]),
+                    .dO = view(dO)};
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        call.options.backend = b;
+        if (!fits(call, budget)) return;
     }
     const attn::SingleHeadAttention layer(m[1], m[2], m[3]);
     for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
@@ -198,7 +218,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         for (std::size_t k = 0; k < files.size(); ++k) {
             attn::ReadOptions options;
-            options.max_bytes = budget.left();
+            options.max_bytes = budget.limit();
+            options.taken = budget.used();
             const std::string name = "file" + std::to_string(k);
             m.push_back(flags & 8 ? attn::parse_csv(files[k], name + ".csv", options)
                                   : attn::parse_npy(files[k], name + ".npy", options));
@@ -223,12 +244,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::string naive_refusal;
         if (2.0 * double(X.rows()) * double(X.cols()) * (2.0 * double(m[1].cols()) + double(m[3].cols())) > max_flops)
             return 0;
-        try {  // every backend's projections, each charged as the library charges them
-            for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused})
-                attn::charge(budget,
-                             attn::backends::projection_buffers(X.rows(), X.cols(), m[1].cols(), m[3].cols(), b));
-        } catch (const std::length_error&) {
-            return 0;
+        Views view(4);  // every backend's projections, as the library plans them
+        attn::Call call{
+            .task = attn::Task::project, .X = view(X), .W_Q = view(m[1]), .W_K = view(m[2]), .W_V = view(m[3])};
+        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+            call.options.backend = b;
+            if (!fits(call, budget)) return 0;
         }
         try {
             naive = project(Backend::naive);
@@ -257,13 +278,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // Steps 3–6 on every backend, charged first as attn run charges them.
     if (2.0 * double(Q.rows()) * double(K.rows()) * (double(Q.cols()) + double(V.cols()) + 8.0) > max_flops) return 0;
-    try {  // each backend's run must fit in what is left, as one attn run would
-        for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
-            attn::MemoryBudget one_run = budget;
-            attn::charge(one_run, attn::backends::attention_buffers(Q.rows(), K.rows(), Q.cols(), V.cols(), b));
-        }
-    } catch (const std::length_error&) {
-        return 0;
+    Views view(3);  // each backend's run must fit in what is left, as one attn run would
+    attn::Call call{.Q = view(Q), .K = view(K), .V = view(V)};
+    for (Backend b : {Backend::naive, Backend::simd, Backend::parallel, Backend::fused}) {
+        call.options.backend = b;
+        if (!fits(call, budget)) return 0;
     }
     const Outcome naive = attempt([&] { return attn::scaled_dot_product_attention(Q, K, V, base).output; });
     for (Backend b : fast_backends) {
