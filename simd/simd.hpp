@@ -163,13 +163,17 @@ void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads)
 float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k
 void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + factor·x
 float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
-float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernel's)
+float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernels')
+float exp2_bf16_and_sum(std::span<float> x, float shift);          // the same to bfloat16's grade (the bf16 mode's)
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
 float fma_chains(std::size_t steps);   // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
 float pair_chains(std::size_t steps);  // the same with vdpbf16ps (two products a lane); needs bf16_instructions()
 // max_i Σ_k x_ik² over `count` rows of n floats (row-major), each summed in float by dot (0 for none);
 // NaN as soon as a row gives NaN. The guards' check of every call (attention/guards.cpp).
 float largest_row_square(const float* rows, std::size_t count, std::size_t n);
+// The largest relative error of exp2_bf16_and_sum's 2^t where it is a normal float (simd/exp.hpp derives
+// it; tests/test_simd.cpp tries every float, and tests/test_bf16.cpp's bound counts it).
+inline constexpr double bf16_exp2_error = 8.7e-5;
 
 // Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
 // the target: "sse2", "avx2" (with FMA and F16C), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"
