@@ -57,10 +57,15 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
 // kernel computes its scores (below); one thread.
 void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C);
 
+// Floats a row's log-sum-exp takes: L_i = log Σ_j e^(s_ij) as a float, and what that float leaves out,
+// which is log Σ_j e^(s_ij − m_i) itself where the row's largest score m_i is too large for L_i to
+// hold it (a row of float32's lowest value: simd/score_terms.hpp's log_sum_exp).
+inline constexpr std::size_t log_sum_exp_floats = 2;
+
 // O = softmax(scale·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed. With
-// log_sum_exp (n floats, or nullptr), each row's L_i = log Σ_j e^(s_ij) is written there too: all
-// the backward needs to recompute α.
+// log_sum_exp (n × log_sum_exp_floats, or nullptr), each row's L_i and its remainder are written there
+// too: all the backward needs to recompute α.
 // With terms (nullptr: none), s_ij = scale·(q_i·k_j) + term(i, j), the term added after the product is
 // rounded, as the materialised path adds it to S' (add_score_terms_in_place).
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
@@ -100,7 +105,7 @@ struct DecodeProblem {
     // its data points at the row's term for key 0, and col_stride steps to the next key.
     const ScoreTerms* row_terms = nullptr;
     float* O = nullptr;            // groups × rows × d_v
-    float* log_sum_exp = nullptr;  // groups × rows (L = log Σ_j e^(s_j)), or nullptr
+    float* log_sum_exp = nullptr;  // groups × rows × log_sum_exp_floats (L = log Σ_j e^(s_j)), or nullptr
     // groups × 2, or nullptr: the largest row norms of each group's keys and values, max_j ‖k_j‖ and
     // max_j ‖v_j‖, measured as the rows are read (NaN when a row holds NaN, +∞ for ±∞), so that a
     // caller can check the cache without reading it once more.

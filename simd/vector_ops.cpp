@@ -160,8 +160,9 @@ void rescale_factors(const float* max_so_far, float* tile_max, float* correction
     for (std::size_t r = 0; r < rows; r += W) {
         const Batch m = Batch::load_aligned(max_so_far + r);
         const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        // 2^(m − m'), the scores being in log₂ units: 0 on a row's first visible tile; 1 while a row has seen nothing
-        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
+        // e^(m − m'), in the scores' own units: 0 from m = −∞ (a row's first visible tile); 1 while a
+        // row has seen nothing; never NaN, however far apart two finite maxima lie (simd/exp.hpp)
+        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), exp_of_difference(m, new_max));
         new_max.store_aligned(tile_max + r);
         factor.store_aligned(correction + r);
     }
