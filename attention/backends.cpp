@@ -244,9 +244,10 @@ std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std:
     if (fused_decodes(n, dtype)) return decode_scratch_buffers(1, n, m, d_k, d_v, Storage::f32);
     const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
     return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                 ", one score block and two panels each" +
-                 (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
-             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")}};
+                 ", one score block each" + (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
+             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")},
+            {std::string("K and V packed once for the fused kernel") + (dtype == Dtype::bf16 ? ", in bfloat16" : ""),
+             simd::fused_packed_bytes(m, d_k, d_v, dtype)}};
 }
 
 std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,

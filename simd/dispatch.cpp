@@ -165,10 +165,13 @@ std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::
 }
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
-    const bool pairs = dtype == Dtype::bf16;  // per thread, for the tallest block of rows
-    return bytes(fused_scratch<CheckedCount>(d_k, blocking().fused_rows, fused_tile_keys(blocking(), pairs),
-                                             tile_columns(), batch_width(), pairs ? active().floats_per_pair : 0)
-                     .total());
+    const std::size_t pair = dtype == Dtype::bf16 ? active().floats_per_pair : 0;  // per thread, the tallest block
+    const FusedTile tile = fused_tile(blocking(), tile_columns(), dtype == Dtype::bf16);
+    return bytes(fused_scratch<CheckedCount>(d_k, tile.rows, tile.keys, batch_width(), pair).total());
+}
+std::uint64_t fused_packed_bytes(std::size_t m, std::size_t d_k, std::size_t d_v, Dtype dtype) {
+    const std::size_t pair = dtype == Dtype::bf16 ? active().floats_per_pair : 0;
+    return bytes(fused_packed<CheckedCount>(m, d_k, d_v, tile_columns(), pair).total());
 }
 DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, std::size_t keys, std::size_t d_k,
                                         std::size_t d_v, Storage type) {

@@ -128,9 +128,11 @@ DecodeScratchBytes decode_scratch_bytes(std::size_t groups, std::size_t rows, st
 
 // Scratch memory the kernels allocate, for a caller that must budget it before the call:
 // matmul/matmul_transposed keep the packed panels of B (depth k, width n) on the calling thread;
-// fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are.
+// fused_attention keeps one scratch area per OpenMP thread, whatever n, m and d_v are,
 std::uint64_t gemm_scratch_bytes(std::size_t m, std::size_t k, std::size_t n);
 std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype = Dtype::f32);
+// and, on the calling thread, K and V of the call packed once for every thread (m keys).
+std::uint64_t fused_packed_bytes(std::size_t m, std::size_t d_k, std::size_t d_v, Dtype dtype = Dtype::f32);
 // The most threads fused_attention_into starts for n queries against m keys (each with its
 // scratch): one when the work is too small for a team, never more than one per MR query rows.
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v);

@@ -1,5 +1,5 @@
-// simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the online softmax's rescale factors,
-// W rows at once; the largest squared row length, a dot a row): the xsimd loop shape
+// simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the largest squared row length, a
+// dot a row): the xsimd loop shape
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
@@ -151,21 +151,6 @@ float exp2_and_sum(std::span<float> x, float shift) {
 
 float exp2_bf16_and_sum(std::span<float> x, float shift) {
     return exponentials_and_sum<softmax_exp2<Grade::bfloat16>>(x, shift);
-}
-
-void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
-    // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
-    // (Here rather than in fused.cpp, whose FMA loops are all register tiles: tests/checks/count_spills.py
-    // checks every one of them for spills, and Clang keeps this loop's exp constants on the stack.)
-    for (std::size_t r = 0; r < rows; r += W) {
-        const Batch m = Batch::load_aligned(max_so_far + r);
-        const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        // e^(m − m'), in the scores' own units: 0 from m = −∞ (a row's first visible tile); 1 while a
-        // row has seen nothing; never NaN, however far apart two finite maxima lie (simd/exp.hpp)
-        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), exp_of_difference(m, new_max));
-        new_max.store_aligned(tile_max + r);
-        factor.store_aligned(correction + r);
-    }
 }
 
 // The peaks of bench/: twelve independent chains (enough to cover the latency on both pipes), on

@@ -183,18 +183,22 @@ namespace {
 //   times the scale, every score of row i moves by at most E_i (below, with K = max_j ‖k_j‖), and by
 //   2ε·max_j |term_ij| more where terms are added (the term and its sum with the product, rounded);
 // - scores that each move by at most E move every softmax weight by a factor within e^(±2E);
+// - each weight e^(s − m) is computed to bfloat16's grade, within δ = bf16_exp2_error of itself
+//   (simd/exp.hpp; tests/test_simd.cpp tries every argument), and ℓ sums the same weights, so a
+//   weight over ℓ moves by a factor within (1 + δ)/(1 − δ) more;
 // - each weight is rounded (1 ± u) and so is each v_jc (1 ± u); the float sums of m terms, the
 //   tiles' rescalings and the division add (m + 64)·ε relatively at most;
 // - and absolutely: a weight or a v_jc that is flushed loses at most η·|v_jc| or η (times the other,
 //   ≤ 1 + u for a weight), the sums of m terms flush at most (m + 1)·η, over ℓ_i ≥ 1;
-// so with f_i = (1 + u)²·e^(2E_i)·(1 + (m + 64)·ε) − 1 and A = max_j |v_jc|, j over the keys row i sees,
+// so with f_i = (1 + u)²·e^(2E_i)·(1 + δ)/(1 − δ)·(1 + (m + 64)·ε) − 1 and A = max_j |v_jc|, j over the
+// keys row i sees,
 //   |Ô_ic − O_ic| ≤ A·f_i + (1 + f_i)·((1 + u)·η·(m·A + 2) + m·η² + (m + 1)·η).
 // The η terms matter only where a norm comes near the top of the float range (1/η ≈ 8.5·10³⁷).
 // Each error is REQUIREd within its bound; returned: the largest fraction of its bound an error used,
 // and the largest error.
 std::pair<double, double> bf16_errors(const Matrix& Q, const Matrix& K, const Matrix& V, bool causal,
                                       const masked_reference::Terms* terms) {
-    const double u = 0x1p-8, eps = 0x1p-23, eta = 0x1p-126;
+    const double u = 0x1p-8, eps = 0x1p-23, eta = 0x1p-126, delta = attn::simd::bf16_exp2_error;
     const std::size_t n = Q.rows(), m = K.rows(), d = Q.cols();
     Matrix got;
     const attn::simd::ScoreTerms view = terms ? terms->view() : attn::simd::ScoreTerms{};
@@ -212,7 +216,8 @@ std::pair<double, double> bf16_errors(const Matrix& Q, const Matrix& K, const Ma
                                   (1 + u) * eta * std::sqrt(double(d)) * (q + longest_key) + double(d) * eta * eta +
                                   double(d + 2) * eta) +
                          2 * eps * largest_term;
-        const double factor = (1 + u) * (1 + u) * std::exp(2 * E) * (1 + double(m + 64) * eps) - 1;
+        const double factor =
+            (1 + u) * (1 + u) * std::exp(2 * E) * (1 + delta) / (1 - delta) * (1 + double(m + 64) * eps) - 1;
         for (std::size_t c = 0; c < V.cols(); ++c) {
             double largest_v = 0.0;
             for (std::size_t j = 0; j < m && !(causal && j > i); ++j)
@@ -295,7 +300,7 @@ TEST_CASE(
     // a first tile at −3e38 before a key at +3e38. bfloat16 rounds each value by at most 2⁻⁸ of itself;
     // the other rows are held to the bound above (its term for the terms is per row).
     std::mt19937 rng(78);
-    const std::size_t tile = attn::simd::blocking().panel_kc, n = tile + 77;
+    const std::size_t tile = 2 * attn::simd::blocking().panel_kc, n = tile + 77;  // the bf16 tile: twice the keys
     const Matrix Q = random_matrix(n, 24, rng, -2, 2), K = random_matrix(n, 24, rng, -2, 2),
                  V = random_matrix(n, 16, rng);
     const float lowest = std::numeric_limits<float>::lowest();
@@ -329,7 +334,8 @@ TEST_CASE(
                 for (std::size_t c = 0; c < V.cols(); ++c) {
                     INFO("O[" << i << "][" << c << "] = " << got(i, c) << ", naive " << want(i, c));
                     CHECK(std::isfinite(got(i, c)));
-                    CHECK(std::fabs(got(i, c) - want(i, c)) <= 0x1p-8 + 1e-6);  // u·max|v| (|v| ≤ 1), and the float sums
+                    CHECK(std::fabs(got(i, c) - want(i, c)) <=
+                          0x1p-8 + 1e-6);  // u·max|v| (|v| ≤ 1), and the float sums
                 }
         }
     }
