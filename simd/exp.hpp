@@ -18,24 +18,31 @@
 //
 // AVX-512 has an instruction for step 3 and one for 2^t's step 1. vscalefps multiplies by 2^⌊v⌋ for
 // a float v, rounding a result below FLT_MIN to the nearest float (as a multiply would) and giving 0
-// for v = −∞; vreduceps gives f = t − round(t) in one operation. The copy compiled for AVX-512 uses both
-// (XSIMD_WITH_AVX512DQ: its flags include the DQ subset that has vreduceps, so its Batch is a 16-float
-// register), and drops the clamp, the rounding sum and the integer add for them. The bfloat16 grade
-// lets vreduceps round down, so that vscalefps's own floor of t is n: 2^t is then vreduceps, three
-// FMAs and vscalefps, 5 operations. (Rounding down, f = t − ⌊t⌋ is inexact for −1 < t < 0, off by up to
-// 2⁻²⁵: 0.35 ulp more, which the float grade, at 1.25 ulp, cannot spare, and bfloat16 does not see.)
+// for v = −∞; vreduceps gives v − round(v), or v − ⌊v⌋, in one operation. The copy compiled for
+// AVX-512 uses both (XSIMD_WITH_AVX512DQ: its flags include the DQ subset that has vreduceps, so its
+// Batch is a 16-float register), and drops the clamp, the rounding sum and the integer add for them.
+// Rounding down, vreduceps's f and vscalefps's floor belong together, with no operation between them:
+// - the bfloat16 grade: f = t − ⌊t⌋, 2^t = 2^f·2^⌊t⌋: vreduceps, three FMAs and vscalefps, 5 operations;
+// - the float grade takes its argument shifted, u = t + ½ (exp2_shifted; the fused kernels fold the ½
+//   into the maximum they subtract, at no cost): f = u − ⌊u⌋ and 2^t = 2^(f − ½)·2^⌊u⌋, a polynomial
+//   of degree 6 for 2^(f − ½) on [0, 1] (fitted for the smallest largest error in ulps, 0.2), where
+//   round(t) took two operations, f and then t − f. Its values around 1, the weights that matter most,
+//   come from f near ½, the middle of the interval. (Unshifted, t just below 0 would take f just below
+//   1, and t − ⌊t⌋ is inexact for −1 < t < 0: 1.6 ulp.)
 //
-// The fused kernels use 2^t: e^(s − m) = 2^((s − m)·log₂e) (exp_of_difference): the difference
-// first, in the scores' own units, as the lesson's softmax takes it, then one multiply, so that no
-// finite score or mask term overflows (s·log₂e alone would, past FLT_MAX/log₂e ≈ 2.4·10³⁸). Its loop
-// does 2 + 9 vector operations a batch besides its load, store and sum, with AVX-512 (the
-// difference, the multiply, vreduceps, six FMAs, vscalefps), where exp_and_sum's e^x does 13
-// (BM_core/fused measures it). The materialised softmax exponentiates the scores the library
-// returns with e^x.
+// The fused kernels use 2^t. Their scores carry the factor log₂e where no term can overflow
+// (multiplied in with the scale, at no cost), which spares each exponential the multiply by log₂e
+// and the steps that keep that multiply exact: 2^(t − m) is 9 vector operations a batch with AVX-512
+// (the difference, vreduceps, six FMAs, vscalefps), e^(x − m) 14. Where a caller's terms may reach
+// FLT_MAX, the scores stay in their own units and e^(s − m) = 2^((s − m)·log₂e) (exp_of_difference):
+// the difference first, as the lesson's softmax takes it, then one FMA, so that no finite score or
+// term overflows (s·log₂e alone would, past FLT_MAX/log₂e ≈ 2.4·10³⁸). BM_core/fused measures it.
+// The materialised softmax exponentiates the scores the library returns with e^x.
 //
 // Accuracy, against the double exp and exp2 for every float argument in [−88, 0] and [−127, 0]
 // (tests/test_simd.cpp, "softmax exp"): wherever the result is a normal float, e^x and 2^t are
-// within 1.25 ulp (the test's bound; it prints the worst error of each instruction set); where it
+// within 1.25 ulp (the test's bound; it prints the worst error of each instruction set; 2^t with
+// AVX-512 rounds u = t + ½ first, where the kernels' u = s − (m − ½) is exact for s near m); where it
 // is not, a value within FLT_MIN of it (0 at −∞; with AVX-512, within one step of the smallest
 // subnormal, 1.4·10⁻⁴⁵). exp_of_difference adds the rounding of its argument: the difference is
 // rounded as the lesson's softmax rounds it, and the multiply by log₂e moves 2^t by at most
@@ -126,22 +133,36 @@ inline Batch exp2_fraction(Batch f) {
     return xsimd::fma(q, f, Batch(1.0f));
 }
 
-// 2^t for t ≤ 0. Where 2^t is a normal float, within 1.25 ulp (Grade::float32) or bf16_exp2_error
-// relative (Grade::bfloat16, simd/simd.hpp). Below (t < −126): with AVX-512 the float nearest
-// 2^f·2ⁿ (0 from t < −150 on, and for t = −∞); elsewhere a value under FLT_MIN within FLT_MIN of it,
-// and exactly 0 for any t ≤ −127 (t = −∞ too).
-template <Grade grade = Grade::float32>
-inline Batch softmax_exp2(Batch t) {
+// 2^(f − ½) for 0 ≤ f ≤ 1, a polynomial of degree 6 fitted for the smallest largest error in ulps
+// (bench/tools/fit_exp.py 2half): the float grade's fraction where the argument comes shifted by ½
+// (exp2_shifted, AVX-512).
+inline Batch exp2_half_fraction(Batch f) {
+    Batch p(0.00012024937f);  // c0 + c1·f + … + c6·f⁶
+    p = xsimd::fma(p, f, Batch(0.00097650249f));
+    p = xsimd::fma(p, f, Batch(0.0067384765f));
+    p = xsimd::fma(p, f, Batch(0.039285373f));
+    p = xsimd::fma(p, f, Batch(0.16985625f));
+    p = xsimd::fma(p, f, Batch(0.49012992f));
+    return xsimd::fma(p, f, Batch(0.70710677f));
+}
+
+// What exp2_shifted's argument carries on top of t: ½ for the float grade with AVX-512, else 0.
+template <Grade grade>
+inline constexpr float exp2_shift = XSIMD_WITH_AVX512DQ&& grade == Grade::float32 ? 0.5f : 0.0f;
+
+// 2^(u − exp2_shift): the exponential of the fused kernels, which fold the shift into the maximum they
+// subtract, so that it costs them nothing. With AVX-512 the float grade takes u = t + ½, so that
+// vreduceps rounding down gives f = u − ⌊u⌋ and vscalefps's own floor of u is the n that goes with it:
+// 2^t = 2^(f − ½)·2^⌊u⌋, the reduction in one operation (with n = round(t) it took two: f, then
+// t − f). The bfloat16 grade needs no shift: its fraction is fitted on [0, 1] itself.
+template <Grade grade>
+inline Batch exp2_shifted(Batch u) {
 #if XSIMD_WITH_AVX512DQ
-    if constexpr (grade == Grade::float32) {
-        const Batch f(_mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT));   // f = t − round(t), exact; 0 at t = −∞
-        return Batch(_mm512_scalef_ps(exp2_fraction<grade>(f), t - f));  // 2^f · 2^round(t)
-    } else {
-        const Batch f(_mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF));   // f = t − ⌊t⌋; 0 at t = −∞
-        return Batch(_mm512_scalef_ps(exp2_fraction<grade>(f), t));  // 2^f · 2^⌊t⌋: vscalefps takes the floor
-    }
+    const Batch f(_mm512_reduce_ps(u, _MM_FROUND_TO_NEG_INF));  // f = u − ⌊u⌋; 0 at u = −∞
+    const Batch p = grade == Grade::float32 ? exp2_half_fraction(f) : exp2_fraction<grade>(f);
+    return Batch(_mm512_scalef_ps(p, u));  // p·2^⌊u⌋: vscalefps takes the floor
 #else
-    t = xsimd::max(Batch(-127.0f), t);                                          // (in this order a NaN t stays NaN)
+    const Batch t = xsimd::max(Batch(-127.0f), u);                              // (in this order a NaN t stays NaN)
     // n = round(t), or for the bfloat16 grade round(t − c), c = ½ − 2⁻¹⁷: ⌊t⌋, or ⌊t⌋ + 1 where t lies
     // within 2⁻¹⁷ below that (f = t − n is then at most 2⁻¹⁷ below 0, where the polynomial holds as
     // well); an integer t gives n = t, f = 0 (at t = −127, the pattern of +0). (With c = ½ such a t would
@@ -152,12 +173,22 @@ inline Batch softmax_exp2(Batch t) {
 #endif
 }
 
+// 2^t for t ≤ 0. Where 2^t is a normal float, within 1.25 ulp (Grade::float32) or bf16_exp2_error
+// relative (Grade::bfloat16, simd/simd.hpp). Below (t < −126): with AVX-512 the float nearest
+// 2^f·2ⁿ (0 from t < −150 on, and for t = −∞); elsewhere a value under FLT_MIN within FLT_MIN of it,
+// and exactly 0 for any t ≤ −127 (t = −∞ too).
+template <Grade grade = Grade::float32>
+inline Batch softmax_exp2(Batch t) {
+    if constexpr (exp2_shift<grade> != 0.0f) t += Batch(exp2_shift<grade>);
+    return exp2_shifted<grade>(t);
+}
+
 // e^(x − m) for x ≤ m (a softmax weight: m is the row's largest score, or any number at least x), as
 // 2^((x − m)·log₂e): the difference first, in the scores' own units, so no finite x or m overflows
 // (−∞ where the difference does, whose weight is 0). x = −∞ gives 0; m must not be ±∞.
 template <Grade grade = Grade::float32>
 inline Batch exp_of_difference(Batch x, Batch m) {
-    return softmax_exp2<grade>((x - m) * Batch(log2_e));
+    return exp2_shifted<grade>(xsimd::fma(x - m, Batch(log2_e), Batch(exp2_shift<grade>)));
 }
 
 }  // namespace attn::simd::ATTN_ISA

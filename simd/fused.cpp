@@ -17,11 +17,18 @@
 // The same update in symbols, for a tile with scores $s'_j$:
 //   $m' = \max(m, \max_j s'_j)$,  $\ell' = \ell\, e^{m - m'} + \sum_j e^{s'_j - m'}$,  $o' = o\, e^{m - m'} + \sum_j e^{s'_j - m'} v_j$
 //
-// In the scores' own units. Every e^(s − m) is taken as the lesson takes it, the difference first,
-// then 2^((s − m)·log₂e) (simd/exp.hpp's exp_of_difference): a score or a mask term may be any finite
-// float, and s·log₂e alone would overflow past FLT_MAX/log₂e ≈ 2.4·10³⁸ (a term of 2.4·10³⁸ would
+// In base 2, where no term can overflow. Without a caller's terms, the kernel keeps its scores
+// multiplied by log₂e: with t = s·log₂e, e^(s − m) = 2^(t − m·log₂e), so every e^ above is a 2^ of
+// scores that carry the factor already, one subtraction from the exponent's range reduction. The
+// factor rides on the multiply by the scale that the score tile does anyway (BM_core/fused). That is
+// safe because attention/guards.cpp keeps every score below FLT_MAX/2, whose log₂e-multiple is still
+// a float. (Multiplied into Q instead, it could overflow where the product would not: a huge q
+// against a tiny k.) A caller's term may be any
+// finite float, though: s·log₂e would overflow past FLT_MAX/log₂e ≈ 2.4·10³⁸ (a term of 2.4·10³⁸ would
 // give NaN, a row of float32's lowest value, −3.4·10³⁸, weight 0 where the softmax gives it the mean
-// of V).
+// of V). With terms, the scores stay in their own units and every e^(s − m) is taken as the lesson
+// takes it, the difference first, then 2^((s − m)·log₂e) (simd/exp.hpp's exp_of_difference): one
+// operation more a batch. ℓ and o are the same sums either way.
 //
 // Each tile in three steps, each a loop over the block that is a tile of the GEMM or a pass on rows:
 // 1. the scores, by the register tile (simd/microkernel.hpp), whose epilogue also keeps each row's
@@ -70,6 +77,7 @@
 
 #include "matrix/shape_checks.hpp"
 #include "simd/bf16.hpp"
+#include "simd/exp.hpp"
 #include "simd/kernels.hpp"
 #include "simd/microkernel.hpp"
 #include "simd/packing.hpp"
@@ -111,7 +119,8 @@ struct Scratch {
 // BR and BC around the cache model's choice).
 struct Problem {
     const Matrix &Q, &K, &V;
-    float scale;  // the scores' factor
+    float factor;  // the scores' factor: scale·log₂e in base 2 (no terms), else scale
+    bool natural;  // the scores are in their own units (with terms), not in base 2
     bool causal;
     Matrix& O;
     float* log_sum_exp;       // per row L and its remainder (simd/score_terms.hpp), for the backward; or nullptr
@@ -173,7 +182,8 @@ struct RowMaxima {
 // [fused scores] S_tile = scale·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC),
 // and each row's largest score into lane_max. Strips of TALL rows (12 with AVX-512, 6 otherwise:
 // microkernel.hpp). Causal: a strip of rows skips the panels of keys that all lie in its future;
-// those scores are never read (online_softmax_update stops each row at its diagonal).
+// those scores are never read (online_softmax_update stops each row at its diagonal). Without terms
+// the tile's factor is scale·log₂e: the scores in base 2.
 // bf16: the rows are the block's rows of Q in pairs (attend_block rounds them), and so is the panel.
 template <bool bf16>
 void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
@@ -192,7 +202,7 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
             }
             if (seen[strip - 1] == 0) continue;  // causal: all in the strip's future
             run_strip_microkernel<StepOf<bf16>>(strip, depth, q_rows + r * depth, depth, panel, NR,
-                                                s.scores.data() + r * p.BC + q * NR, p.BC, width, true, true, p.scale,
+                                                s.scores.data() + r * p.BC + q * NR, p.BC, width, true, true, p.factor,
                                                 RowMaxima{s.lane_max.data() + r * W, seen});
         }
     }
@@ -219,8 +229,8 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
     const std::size_t d_v = p.V.cols(), end = round_up(cols, 2 * W);  // ≤ BC: a multiple of NR = 2W
     if (!p.terms)  // the W lanes the tile's epilogue kept (with terms, add_tile_terms took the maxima)
         for (std::size_t r = 0; r < rows; ++r) s.tile_max[r] = row_max({s.lane_max.data() + r * W, W});
-    rescale_factors(s.running_max.data(), s.tile_max.data(), s.correction.data(), rows);  // padded (Scratch::fit)
-    std::swap(s.running_max, s.tile_max);                                                 // m ← m'
+    rescale_factors(s.running_max.data(), s.tile_max.data(), s.correction.data(), rows, p.natural);  // padded
+    std::swap(s.running_max, s.tile_max);                                                            // m ← m'
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = s.scores.data() + r * p.BC;
         const std::size_t visible = s.running_max[r] == neg_inf ? 0 : visible_keys(p, i0, r, j0, cols);
@@ -229,8 +239,9 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
             continue;
         }
         const float m = s.running_max[r];
-        s.running_sum[r] = s.running_sum[r] * s.correction[r] +
-                           (bf16 ? row_weight_pairs(row, visible, end, m) : row_weights(row, visible, end, m));
+        s.running_sum[r] =
+            s.running_sum[r] * s.correction[r] +
+            (bf16 ? row_weight_pairs(row, visible, end, m, p.natural) : row_weights(row, visible, end, m, p.natural));
         // unmoved max: skip; the first tile's products overwrite o, so there is nothing to rescale yet
         if (j0 > 0 && s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);
     }
@@ -279,8 +290,8 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0
         const float l = s.running_sum[r];
         if (l > 0.0f) scale_row(p.O.row(i0 + r).data(), d_v, 1.0f / l);
-        if (p.log_sum_exp) {  // L = m + log ℓ, and what its float leaves out (simd/score_terms.hpp)
-            const LogSumExp L = log_sum_exp(s.running_max[r], l);
+        if (p.log_sum_exp) {  // L = m + log ℓ, m in the scores' own units, and what L leaves out (score_terms.hpp)
+            const LogSumExp L = log_sum_exp(p.natural ? s.running_max[r] : s.running_max[r] * 0.693147181f, l);
             p.log_sum_exp[2 * (i0 + r)] = L.L;
             p.log_sum_exp[2 * (i0 + r) + 1] = L.remainder;
         }
@@ -327,7 +338,19 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     const FusedPacked<std::size_t> packed = fused_packed<std::size_t>(m, Q.cols(), V.cols(), NR, pair);
     float* keys = packed_operands(packed.total()).data();
     const std::size_t value_panel = fused_depth<std::size_t>(m, pair) * NR;  // a panel of V's NR columns
-    const Problem p{Q,          K, V, scale, causal, O, log_sum_exp, rows, tile.keys, terms, keys, keys + packed.keys,
+    const Problem p{Q,
+                    K,
+                    V,
+                    terms ? scale : scale * log2_e,
+                    terms != nullptr,
+                    causal,
+                    O,
+                    log_sum_exp,
+                    rows,
+                    tile.keys,
+                    terms,
+                    keys,
+                    keys + packed.keys,
                     value_panel};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     const auto panels = static_cast<std::ptrdiff_t>((m + NR - 1) / NR);
