@@ -169,7 +169,7 @@ struct RowMaxima {
     const std::size_t* seen;  // keys of the panel row r sees: NR for all of them
     void row(std::size_t r, Batch lo, Batch hi) const {
         if (seen[r] < NR) [[unlikely]] {
-            const Batch k = lane_numbers(), count(float(seen[r]));
+            const Batch k = lane_numbers(), count = Batch(float(seen[r]));
             lo = xsimd::select(k < count, lo, Batch(neg_inf));
             hi = xsimd::select(k + Batch(float(W)) < count, hi, Batch(neg_inf));
         }
