@@ -101,7 +101,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
                           const AttentionOptions& options, AttentionResult& out) {
     const bool keep = options.keep_for_backward;
     out.weights.resize_for_overwrite(0, 0);
-    out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? 1 : 0);
+    out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? simd::log_sum_exp_floats : 0);
     const std::optional<simd::ScoreTerms> terms = terms_of(options.mask);
     const simd::ScoreTerms* given = terms ? &*terms : nullptr;
     if (options.dtype == Dtype::bf16)
@@ -200,9 +200,10 @@ std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std:
                  packing_of({simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v)})}};
     const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
     return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                 ", one score block and two panels each" +
-                 (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
-             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")}};
+                 ", one score block each" + (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
+             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")},
+            {std::string("K and V packed once for the fused kernel") + (dtype == Dtype::bf16 ? ", in bfloat16" : ""),
+             simd::fused_packed_bytes(m, d_k, d_v, dtype)}};
 }
 
 std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
@@ -225,7 +226,7 @@ std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_
              checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")},
             {std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) + " each) of the fused backward",
              checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")},
-            {of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)},
+            {of("L and its remainder", n, 2) + " of the fused backward", matrix_bytes(n, 2)},
             {of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)}};
     }
     std::vector<Buffer> buffers = {

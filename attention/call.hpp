@@ -64,7 +64,7 @@ struct Call {
     // a cache of that type, read in place; any other is read as float32); given, they are rounded into it.
     std::optional<KvDtype> kv_dtype = {};
     // dO = ∂L/∂O (the output's shape), for forward_backward and backward; and for backward the
-    // forward's results: O, with α (materialised backends) or the log-sum-exp L (fused, N..., H, L, 1).
+    // forward's results: O, with α (materialised backends) or the log-sum-exp L and its remainder (fused, N..., H, L, 2).
     std::optional<View> dO = {}, O = {}, weights = {}, log_sum_exp = {};
     // Everything else: causal, scale, threads, backend, dtype, budget, the operands' names. Its mask
     // is not read (the view above is), and keep_for_backward is the forward task's alone.

@@ -258,7 +258,7 @@ void forward_every_head(const HeadsView& Q, const CacheView& K, const CacheView&
     make_stack(r.output, s, s.heads, s.L, s.E_v);
     if (materialised(run.backend)) make_stack(r.weights, s, s.heads, s.L, s.S);
     else clear(r.weights);  // the fused backend never forms α
-    if (keeps_log_sum_exp(run)) make_stack(r.log_sum_exp, s, s.heads, s.L, 1);
+    if (keeps_log_sum_exp(run)) make_stack(r.log_sum_exp, s, s.heads, s.L, simd::log_sum_exp_floats);
     else clear(r.log_sum_exp);
     if (decodes) return decode_groups(Q, K, V, s, run, r);
     forward_heads(Q, floats_of(K), floats_of(V), s, run, r);

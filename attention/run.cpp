@@ -20,6 +20,7 @@
 #include "attention/plan.hpp"
 #include "attention/threads.hpp"
 #include "matrix/ops.hpp"
+#include "simd/simd.hpp"
 
 namespace attn {
 
@@ -51,7 +52,7 @@ Forward forward_of(const Call& call, const Inputs& in, const Shapes& s, const Re
     const auto stack = [&](const Result& result, std::size_t cols) {
         return HeadsView{result.values.data(), {s.batch, s.heads, s.L, cols}};
     };
-    return {stack(r.output, s.E_v), stack(r.weights, s.S), stack(r.log_sum_exp, 1)};
+    return {stack(r.output, s.E_v), stack(r.weights, s.S), stack(r.log_sum_exp, simd::log_sum_exp_floats)};
 }
 
 // The layer's grads 2–1: their range, from the inputs alone, before any gradient is computed …

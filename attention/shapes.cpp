@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "matrix/size.hpp"
+#include "simd/simd.hpp"
 
 namespace attn {
 
@@ -129,7 +130,7 @@ void check_gradient_operands(const Refusal& fail, const Call& c, const Shapes& s
                    : "the backward needs the forward's output and α");
     expect(fail, "the forward's output", *c.O, s.of(s.heads, s.L, s.E_v), "the forward of these Q, K and V");
     if (fused)
-        expect(fail, "the forward's log-sum-exp", *c.log_sum_exp, s.of(s.heads, s.L, 1),
+        expect(fail, "the forward's log-sum-exp", *c.log_sum_exp, s.of(s.heads, s.L, simd::log_sum_exp_floats),
                "one per query row: run the fused forward with keep_for_backward");
     else
         expect(fail, "the forward's α", *c.weights, s.of(s.heads, s.L, s.S),

@@ -3,6 +3,10 @@
 //
 //   BM_heads/fused/L:1024/E:128/H_kv:32/causal:0    every query head with its own key/value head
 //   BM_heads/fused/L:1024/E:128/H_kv:8/causal:1     grouped-query attention: 4 query heads a key/value head
+//   BM_one_head/fused/L:16384/E:64/H_kv:1/causal:0  one head (BM_core's d = 64 up to BM_core_long's
+//                                                   16384), through the same call, so that the
+//                                                   single-head core meets the peers as many heads do
+//                                                   (bench/peers/heads_peers.py --heads 1)
 //
 // Counters, as BM_core counts them (bench/bench_attention.cpp): GFLOPs = 4·L·S·E per head, the two
 // products; a causal call counts half of it, the products' share left of the diagonal, whatever the
@@ -18,8 +22,6 @@
 
 namespace {
 
-constexpr std::size_t query_heads = 32;
-
 // A (1, heads, rows, cols) block of uniform values on [−1, 1), one seed per operand, and its view.
 struct RandomHeads {
     attn::Matrix values;
@@ -33,7 +35,7 @@ double heads_flops(std::size_t heads, std::size_t L, std::size_t S, std::size_t 
     return 4.0 * double(heads) * double(L) * double(S) * double(E) * (causal ? 0.5 : 1.0);
 }
 
-void BM_heads(benchmark::State& st, attn::Backend backend) {
+void BM_heads(benchmark::State& st, attn::Backend backend, std::size_t query_heads) {
     const auto L = static_cast<std::size_t>(st.range(0)), E = static_cast<std::size_t>(st.range(1));
     const auto kv_heads = static_cast<std::size_t>(st.range(2));
     const bool causal = st.range(3) != 0;
@@ -57,15 +59,19 @@ void BM_heads(benchmark::State& st, attn::Backend backend) {
                 (causal ? ", causal" : ""));
 }
 
-// L = S ∈ {256, 1024, 4096}, E ∈ {64, 128}, H_kv ∈ {32, 8}, causal or not.
-benchmark::internal::Benchmark* register_heads(attn::Backend backend) {
-    auto* bm = benchmark::RegisterBenchmark(("BM_heads/" + attn::to_string(backend)).c_str(),
-                                            [backend](benchmark::State& st) { BM_heads(st, backend); });
-    bm->ArgsProduct({{256, 1024, 4096}, {64, 128}, {32, 8}, {0, 1}})->ArgNames({"L", "E", "H_kv", "causal"});
-    return bm->UseRealTime()->Unit(benchmark::kMillisecond);
+// H = 32: L = S ∈ {256, 1024, 4096}, E ∈ {64, 128}, H_kv ∈ {32, 8}, causal or not; H = 1: L = S ∈ {1024,
+// 2048, 4096, 16384}, E = 64.
+benchmark::internal::Benchmark* register_heads(attn::Backend backend, std::size_t query_heads) {
+    const std::string name = (query_heads == 1 ? "BM_one_head/" : "BM_heads/") + attn::to_string(backend);
+    auto* bm = benchmark::RegisterBenchmark(
+        name.c_str(), [backend, query_heads](benchmark::State& st) { BM_heads(st, backend, query_heads); });
+    if (query_heads == 1) bm->ArgsProduct({{1024, 2048, 4096, 16384}, {64}, {1}, {0}});
+    else bm->ArgsProduct({{256, 1024, 4096}, {64, 128}, {32, 8}, {0, 1}});
+    return bm->ArgNames({"L", "E", "H_kv", "causal"})->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
 // Registered when the program starts, as BENCHMARK(…) registers bench_attention.cpp's own.
-[[maybe_unused]] const auto* const registered = register_heads(attn::Backend::fused);
+[[maybe_unused]] const auto* const registered = register_heads(attn::Backend::fused, 32);
+[[maybe_unused]] const auto* const registered_one = register_heads(attn::Backend::fused, 1);
 
 }  // namespace

@@ -96,6 +96,29 @@ inline void round_rows_to_pairs(const float* even, const float* odd, std::size_t
     for (; c < cols; ++c) store_pair(dst + c, stride, even[c], odd ? odd[c] : 0.0f);
 }
 
+// The 2W floats lo, hi (in this order: lane k of hi is float W + k), finite and ≥ 0 (softmax weights),
+// rounded to W pairs at dst, as round_to_pairs stores them: W lanes with the instruction, else 2W
+// floats, each pair odd first. Straight from registers: the bf16 mode writes its weights so, as it
+// computes them (simd/tile_softmax.cpp).
+inline void store_pairs(Batch lo, Batch hi, float* dst) {
+#ifdef __AVX512BF16__
+    _mm512_storeu_ps(dst, (__m512)_mm512_cvtne2ps_pbh(hi, lo));
+#else
+    using Bits = xsimd::batch<std::uint32_t>;
+    struct SwapNeighbours {  // lane k takes lane k XOR 1: each pair odd first
+        static constexpr unsigned get(unsigned k, unsigned) { return k ^ 1u; }
+    };
+    const auto rounded_odd_first = [](Batch x) {  // bf16_bits's rounding, lane by lane, for x ≥ 0
+        const Bits bits = xsimd::bitwise_cast<Bits>(x);
+        const Bits nearest = (bits + Bits(0x7FFFu) + ((bits >> 16) & Bits(1u))) & Bits(0xFFFF0000u);
+        const Bits kept = xsimd::select((bits & Bits(0x7F800000u)) == Bits(0u), Bits(0u), nearest);  // subnormal: 0
+        return xsimd::swizzle(xsimd::bitwise_cast<Batch>(kept), xsimd::make_batch_constant<Bits, SwapNeighbours>());
+    };
+    rounded_odd_first(lo).store_unaligned(dst);
+    rounded_odd_first(hi).store_unaligned(dst + W);
+#endif
+}
+
 // The register tile's step (simd/microkernel.hpp) on pairs: with the instruction, acc + a_odd·b_odd +
 // a_even·b_even lane by lane, `a` one lane of pairs broadcast to every lane; without it, the FMA step
 // on the two floats of each pair.

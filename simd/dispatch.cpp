@@ -193,11 +193,14 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
 }
 
 std::uint64_t fused_scratch_bytes(std::size_t d_k, Dtype dtype) {
-    const Kernels& k = active();
-    const bool pairs = dtype == Dtype::bf16;  // per thread, for the tallest block of rows
-    return bytes(fused_scratch<CheckedCount>(d_k, blocking().fused_rows, fused_tile_keys(blocking(), pairs),
-                                             2 * k.width, k.width, pairs ? k.floats_per_pair : 0)
-                     .total());
+    const std::size_t pair = dtype == Dtype::bf16 ? active().floats_per_pair : 0;  // per thread, the tallest block
+    const FusedTile tile = fused_tile(blocking(), tile_columns(), dtype == Dtype::bf16);
+    return bytes(fused_scratch<CheckedCount>(d_k, tile.rows, tile.keys, batch_width(), pair).total());
+}
+
+std::uint64_t fused_packed_bytes(std::size_t m, std::size_t d_k, std::size_t d_v, Dtype dtype) {
+    const std::size_t pair = dtype == Dtype::bf16 ? active().floats_per_pair : 0;
+    return bytes(fused_packed<CheckedCount>(m, d_k, d_v, tile_columns(), pair).total());
 }
 
 std::size_t fused_team_size(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v) {
@@ -254,6 +257,7 @@ float dot(const float* a, const float* b, std::size_t n) { return active().dot(a
 void axpy(float factor, const float* x, float* y, std::size_t n) { active().axpy(factor, x, y, n); }
 float exp_and_sum(std::span<float> x, float shift) { return active().exp_and_sum(x, shift); }
 float exp2_and_sum(std::span<float> x, float shift) { return active().exp2_and_sum(x, shift); }
+float exp2_bf16_and_sum(std::span<float> x, float shift) { return active().exp2_bf16_and_sum(x, shift); }
 float row_max(std::span<const float> x) { return active().row_max(x); }
 float fma_chains(std::size_t steps) { return active().fma_chains(steps); }
 float largest_row_square(const float* rows, std::size_t count, std::size_t n) {

@@ -163,7 +163,7 @@ void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, 
     check_matmul_transposed_shapes("matmul_transposed_bf16", A, B);
     C.resize_for_overwrite(A.rows(), B.rows());
     const std::size_t depth = depth_of<true>(A.cols());  // ≤ A.cols() + 1: the sizes below fit as A does
-    ScratchBuffer a_pairs((A.rows() + 1) * depth), panel(depth * NR);  // the last row: a row of B's
+    ScratchBuffer a_pairs(A.rows() * depth + key_pairs_rows(A.cols())), panel(depth * NR);  // then B's rows
     [[maybe_unused]] const FlushSubnormals modes;
     for (std::size_t i = 0; i < A.rows(); ++i) round_to_pairs(A.row(i).data(), A.cols(), a_pairs.data() + i * depth);
     for (std::size_t j = 0; j < B.rows(); j += NR) {

@@ -27,6 +27,7 @@
     X(axpy)                           \
     X(exp_and_sum)                    \
     X(exp2_and_sum)                   \
+    X(exp2_bf16_and_sum)              \
     X(row_max)                        \
     X(fma_chains)                     \
     X(matmul_register_tile_into)

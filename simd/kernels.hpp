@@ -52,10 +52,6 @@ inline constexpr bool f16_instructions = false;
 // x_k ← scale·x_k (rounded, as a pass of its own would), returning the largest: step 4 folded into
 // the first sweep of the materialised softmax (simd/softmax.cpp).
 float scale_and_max(std::span<float> x, float scale);
-// The online softmax's bookkeeping for `rows` rows (a multiple of W is read and written): the new
-// maxima m' = max(m, tile max) into tile_max, and 2^(m − m') into correction (simd/fused.cpp, whose
-// scores are in log₂ units).
-void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows);
 
 extern const Kernels kernels;
 

@@ -42,19 +42,30 @@ struct FmaStep {
     }
 };
 
+// What the tile does with each finished row on its way out, after the scale, while it is still in
+// registers: nothing (every product but one), or, for the fused kernel's scores, keep each row's
+// largest score (RowMaxima, simd/fused.cpp), so that the softmax needs no pass of its own for it.
+// `rows_down(k)` is the same hook for a tile whose first row is the k-th of this one's.
+struct PlainRows {
+    void row(std::size_t, Batch, Batch) const {}
+    PlainRows rows_down(std::size_t) const { return *this; }
+};
+
 // C[R×cols] (+)= A[R×kc]·B[kc×NR], with R ≤ TALL rows and cols ≤ NR columns. B's rows are ldb floats
 // apart: NR for a packed panel (gemm.cpp), or the width of an unpacked matrix (bench/ uses that to
 // measure what packing adds).
 // `first`: this is the first depth block, so start from 0 instead of C. `last`: multiply by scale
-// on the way out. Every element is one FMA chain over p in order, whatever R or cols is: that is
-// what makes the result independent of how rows are split between threads.
+// on the way out; `hook` sees each row then (the two batches of its NR columns, past `cols` too).
+// Every element is one FMA chain over p in order, whatever R or cols is: that is what makes the
+// result independent of how rows are split between threads.
 // Never inlined: on its own, each height's loop has every pointer and bound in a register. Inlined
 // into gemm()'s loop nest, GCC 12 kept the one-row loop's end pointer on the stack (one reload per
 // step; tests/checks/count_spills.py finds such reloads).
 // [fast microkernel]
-template <std::size_t R, class Step = FmaStep>
+template <std::size_t R, class Step = FmaStep, class Rows = PlainRows>
 [[gnu::noinline]] void microkernel(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                   float* c, std::size_t ldc, std::size_t cols, bool first, bool last, float scale) {
+                                   float* c, std::size_t ldc, std::size_t cols, bool first, bool last, float scale,
+                                   Rows hook = {}) {
     // A tile that sticks out past the last column of C is staged in a full-width copy, so that the
     // loads and stores below are the same for every tile. With three ways in (zeros, C, the copy)
     // and the loops over r left rolled, GCC 12 kept acc[][] in memory: 12 vector stores and reloads
@@ -98,6 +109,7 @@ template <std::size_t R, class Step = FmaStep>
             acc[r][0] *= Batch(scale);
             acc[r][1] *= Batch(scale);
         }
+        hook.row(r, acc[r][0], acc[r][1]);
         acc[r][0].store_unaligned(tile + r * ldt);
         acc[r][1].store_unaligned(tile + r * ldt + W);
     }
@@ -106,32 +118,32 @@ template <std::size_t R, class Step = FmaStep>
 }
 
 // The rows left at the bottom of a block get a tile of their own height, compiled for each height.
-template <class Step = FmaStep>
+template <class Step = FmaStep, class Rows = PlainRows>
 inline void run_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                             std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
-                            float scale) {
+                            float scale, Rows hook = {}) {
     switch (rows) {
-        case 6: return microkernel<6, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 5: return microkernel<5, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 4: return microkernel<4, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 3: return microkernel<3, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 2: return microkernel<2, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
-        case 1: return microkernel<1, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        case 6: return microkernel<6, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
+        case 5: return microkernel<5, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
+        case 4: return microkernel<4, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
+        case 3: return microkernel<3, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
+        case 2: return microkernel<2, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
+        case 1: return microkernel<1, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
     }
 }
 static_assert(MR == 6, "run_microkernel lists one case per tile height");
 
 // A strip of at most TALL rows (the wide GEMM's, the fused kernel's): a full one in one tall tile,
 // a shorter one (the bottom of A or of a block) MR rows at a time.
-template <class Step = FmaStep>
+template <class Step = FmaStep, class Rows = PlainRows>
 inline void run_strip_microkernel(std::size_t rows, std::size_t kc, const float* a, std::size_t lda, const float* b,
                                   std::size_t ldb, float* c, std::size_t ldc, std::size_t cols, bool first, bool last,
-                                  float scale) {
+                                  float scale, Rows hook = {}) {
     if constexpr (TALL > MR)
-        if (rows == TALL) return microkernel<TALL, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale);
+        if (rows == TALL) return microkernel<TALL, Step>(kc, a, lda, b, ldb, c, ldc, cols, first, last, scale, hook);
     for (std::size_t r = 0; r < rows; r += MR)
         run_microkernel<Step>(std::min(MR, rows - r), kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, cols, first, last,
-                              scale);
+                              scale, hook.rows_down(r));
 }
 
 }  // namespace attn::simd::ATTN_ISA

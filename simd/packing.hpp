@@ -37,6 +37,20 @@ inline void transpose_4x4(const float* from, std::size_t ld, float* to) {
     xsimd::zip_hi(b, d).store_unaligned(to + 3 * NR);
 }
 
+// Columns [0, cols) of a panel, kc deep, from `cols` rows of floats `ld` apart: column j of the panel
+// is row j, read along it (Kᵀ's panels are K's rows, transposed).
+inline void transpose_into_panel(const float* rows, std::size_t ld, std::size_t kc, std::size_t cols, float* panel) {
+    std::size_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+        std::size_t p = 0;
+        for (; p + 4 <= kc; p += 4) transpose_4x4(rows + j * ld + p, ld, panel + p * NR + j);
+        for (; p < kc; ++p)
+            for (std::size_t t = j; t < j + 4; ++t) panel[p * NR + t] = rows[t * ld + p];
+    }
+    for (; j < cols; ++j)
+        for (std::size_t p = 0; p < kc; ++p) panel[p * NR + j] = rows[j * ld + p];
+}
+
 // Panel of columns [j0, j0+cols) and depth [p0, p0+kc) of B, as kc rows of NR floats; columns
 // past `cols` are zero, so the microkernel can always work on full batches.
 inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::size_t kc, std::size_t j0,
@@ -44,29 +58,23 @@ inline void pack_panel(const Matrix& B, BLayout layout, std::size_t p0, std::siz
     if (layout == BLayout::k_by_n) {  // row p of the panel is a piece of row p0 + p of B
         for (std::size_t p = 0; p < kc; ++p) std::copy_n(B.row(p0 + p).data() + j0, cols, panel + p * NR);
     } else {  // column j of the panel is a piece of row j0 + j of B: read along B's rows
-        std::size_t j = 0;
-        for (; j + 4 <= cols; j += 4) {
-            std::size_t p = 0;
-            for (; p + 4 <= kc; p += 4) transpose_4x4(B.row(j0 + j).data() + p0 + p, B.cols(), panel + p * NR + j);
-            for (; p < kc; ++p)
-                for (std::size_t t = j; t < j + 4; ++t) panel[p * NR + t] = B.row(j0 + t)[p0 + p];
-        }
-        for (; j < cols; ++j) {
-            const float* src = B.row(j0 + j).data() + p0;
-            for (std::size_t p = 0; p < kc; ++p) panel[p * NR + j] = src[p];
-        }
+        transpose_into_panel(B.row(j0).data() + p0, B.cols(), kc, cols, panel);
     }
     zero_past(panel, kc, cols);
 }
 
+// Floats the rounded rows pack_key_pairs works on take: four keys' pairs.
+inline std::size_t key_pairs_rows(std::size_t d_k) { return 4 * depth_of<true>(d_k); }
+
 // bf16: the panel of keys [j0, j0+cols) for the scores, as pack_panel(transposed) lays it out, with
-// each key's pairs (k_2p, k_2p+1) down column j: the key rounded into `row_pairs` (depth_of<true>(d_k)
-// floats), then copied down its column.
-inline void pack_key_pairs(const Matrix& K, std::size_t j0, std::size_t cols, float* panel, float* row_pairs) {
+// each key's pairs (k_2p, k_2p+1) down column j: four keys at a time rounded into `rows`
+// (key_pairs_rows(d_k) floats), then transposed into their columns four by four.
+inline void pack_key_pairs(const Matrix& K, std::size_t j0, std::size_t cols, float* panel, float* rows) {
     const std::size_t d_k = K.cols(), depth = depth_of<true>(d_k);
-    for (std::size_t j = 0; j < cols; ++j) {
-        round_to_pairs(K.row(j0 + j).data(), d_k, row_pairs);
-        for (std::size_t t = 0; t < depth; ++t) panel[t * NR + j] = row_pairs[t];
+    for (std::size_t j = 0; j < cols; j += 4) {
+        const std::size_t keys = std::min<std::size_t>(4, cols - j);
+        for (std::size_t k = 0; k < keys; ++k) round_to_pairs(K.row(j0 + j + k).data(), d_k, rows + k * depth);
+        transpose_into_panel(rows, depth, depth, keys, panel + j);
     }
     zero_past(panel, depth, cols);
 }

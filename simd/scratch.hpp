@@ -23,31 +23,63 @@ Count gemm_panel_floats(const GemmBlocks& blocks, std::size_t k, std::size_t n, 
     return Count(std::min(blocks.kc, k)) * Count(round_up(std::min(blocks.nc, n), nr));
 }
 
-// Keys in a tile of the fused forward: panel_kc, made even when the products are on bfloat16 pairs
-// (a tile's weights pair up in place).
-inline std::size_t fused_tile_keys(const Blocking& blocking, bool pairs) {
-    return pairs ? round_up(blocking.panel_kc, 2) : blocking.panel_kc;
+// The fused forward's tiles (simd/fused.cpp): keys per tile, and the most query rows per block. A tile
+// holds whole panels of nr keys (K is packed once per call, in panels, and a tile starts at one), and
+// the block's scores, rows × keys floats, keep to the share of L2 the cache model gives them
+// (simd/blocking.cpp). With products on bfloat16 pairs (`pairs`), a panel of V holds a pair of keys in
+// one float (vdpbf16ps's layout), twice the keys in the bytes of L1 that blocking.panel_kc fills
+// with floats, so the tile takes twice the keys and the block half the rows: a key tile sized for
+// 16-bit operands. (The emulation, two floats a pair, takes the same tiles, so that it gives the
+// instruction's bits at the same width.)
+struct FusedTile {
+    std::size_t keys, rows;
+};
+inline FusedTile fused_tile(const Blocking& blocking, std::size_t nr, bool pairs) {
+    const std::size_t keys = round_up(blocking.panel_kc * (pairs ? 2 : 1), nr);
+    return {keys, std::max(blocking.fused_rows * blocking.panel_kc / keys / MR * MR, MR)};
 }
 
 // One thread's scratch of the fused forward (simd/fused.cpp), in floats per buffer.
 template <class Count>
 struct FusedScratch {
-    Count scores;   // the rows × keys score block
-    Count k_panel;  // a panel of Kᵀ: the depth of d_k × nr
-    Count v_panel;  // a panel of V: the depth of a tile's keys × nr
-    Count q_pairs;  // with pairs: the block's rows of Q and one key's row (else 0)
-    Count per_row;  // each of m, ℓ, the new m and e^(m − m'): the rows padded to whole batches of w
-    Count total() const { return scores + k_panel + v_panel + q_pairs + per_row * Count(4); }
+    Count scores;    // the rows × keys score block
+    Count q_pairs;   // with pairs: the block's rows of Q (else 0)
+    Count key_rows;  // with pairs: four keys' rows, rounded, while K is packed (else 0)
+    Count lane_max;  // each row's largest score of the tile so far, lane by lane: rows × w
+    Count per_row;   // each of m, ℓ, the new m and e^(m − m'): the rows padded to whole batches of w
+    Count total() const { return scores + q_pairs + key_rows + lane_max + per_row * Count(4); }
 };
 
-// floats_per_pair: 0 for products on floats, else what a bfloat16 pair takes (1 or 2 floats): a depth
-// of n elements is then ⌈n/2⌉ pairs.
+// A depth of n elements: n floats, or ⌈n/2⌉ pairs of floats_per_pair floats (floats_per_pair > 0).
 template <class Count>
-FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t keys, std::size_t nr, std::size_t w,
+Count fused_depth(std::size_t n, std::size_t floats_per_pair) {
+    return Count(floats_per_pair ? (n + 1) / 2 * floats_per_pair : n);
+}
+
+template <class Count>
+FusedScratch<Count> fused_scratch(std::size_t d_k, std::size_t rows, std::size_t keys, std::size_t w,
                                   std::size_t floats_per_pair) {
-    const auto depth = [&](std::size_t n) { return Count(floats_per_pair ? (n + 1) / 2 * floats_per_pair : n); };
-    return {Count(rows) * Count(keys), depth(d_k) * Count(nr), depth(keys) * Count(nr),
-            floats_per_pair ? (Count(rows) + Count(1)) * depth(d_k) : Count(0), Count(round_up(rows, w))};
+    const Count pairs = floats_per_pair ? Count(1) : Count(0);
+    return {Count(rows) * Count(keys), pairs * Count(rows) * fused_depth<Count>(d_k, floats_per_pair),
+            pairs * Count(4) * fused_depth<Count>(d_k, floats_per_pair), Count(rows) * Count(w),
+            Count(round_up(rows, w))};
+}
+
+// K and V of one call of the fused forward, packed once by the call's team in the layouts its
+// register tile reads (simd/fused.cpp), in floats: K as panels of Kᵀ, nr keys wide (the keys rounded
+// up to whole panels) and d_k deep (in pairs: ⌈d_k/2⌉ deep), V as panels of nr of its columns, a row
+// a key (a pair of keys).
+template <class Count>
+struct FusedPacked {
+    Count keys, values;
+    Count total() const { return keys + values; }
+};
+
+template <class Count>
+FusedPacked<Count> fused_packed(std::size_t m, std::size_t d_k, std::size_t d_v, std::size_t nr,
+                                std::size_t floats_per_pair) {
+    return {fused_depth<Count>(d_k, floats_per_pair) * Count(round_up(m, nr)),
+            fused_depth<Count>(m, floats_per_pair) * Count(round_up(d_v, nr))};
 }
 
 // Whether the decode kernel (simd/decode.cpp) reads the rows of a cache of this type in pair order:

@@ -1,11 +1,12 @@
-// simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the online softmax's rescale factors,
-// W rows at once; the largest squared row length, a dot a row): the xsimd loop shape
+// simd/vector_ops.cpp — dot, axpy, max and exp over one vector (and the largest squared row length, a
+// dot a row): the xsimd loop shape
 //
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
 //
-// dot, axpy and row_max end with that scalar tail; exp_and_sum and exp2_and_sum instead pad their
-// tail to a full batch with −∞, so that every element goes through the same vector exponential.
+// dot, axpy and row_max end with that scalar tail; exp_and_sum, exp2_and_sum and exp2_bf16_and_sum
+// instead pad their tail to a full batch with −∞, so that every element goes through the same vector
+// exponential.
 //
 // The chain's steps do not call dot: the GEMM (gemm.cpp) computes a whole register tile of dot
 // products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
@@ -111,10 +112,11 @@ float scale_and_max(std::span<float> x, float scale) { return largest<true>(x.da
 
 namespace {
 
-// x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax, 2^ for the
-// fused kernel's scores, which carry log₂e (simd/exp.hpp). The exponential takes W lanes at once with a
-// polynomial, within 1.25 ulp (tests/test_simd.cpp). BM_softmax_rows measures the whole vectorised
-// softmax, of which this is most of the work, against the naive std::exp loop.
+// x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax; 2^, the
+// exponential of the fused kernels (simd/exp.hpp), for scores that carry log₂e, to a float's grade or
+// to bfloat16's. The exponential takes W lanes at once with a polynomial, within 1.25 ulp, or within
+// bf16_exp2_error relative (tests/test_simd.cpp tries every float). BM_softmax_rows measures the whole
+// vectorised softmax, of which this is most of the work, against the naive std::exp loop.
 template <Batch (*exponential)(Batch)>
 float exponentials_and_sum(std::span<float> x, float shift) {
     const Batch s(shift);
@@ -143,20 +145,12 @@ float exponentials_and_sum(std::span<float> x, float shift) {
 
 float exp_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp>(x, shift); }
 
-float exp2_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp2>(x, shift); }
+float exp2_and_sum(std::span<float> x, float shift) {
+    return exponentials_and_sum<softmax_exp2<Grade::float32>>(x, shift);
+}
 
-void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
-    // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
-    // (Here rather than in fused.cpp, whose FMA loops are all register tiles: tests/checks/count_spills.py
-    // checks every one of them for spills, and Clang keeps this loop's exp constants on the stack.)
-    for (std::size_t r = 0; r < rows; r += W) {
-        const Batch m = Batch::load_aligned(max_so_far + r);
-        const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        // 2^(m − m'), the scores being in log₂ units: 0 on a row's first visible tile; 1 while a row has seen nothing
-        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
-        new_max.store_aligned(tile_max + r);
-        factor.store_aligned(correction + r);
-    }
+float exp2_bf16_and_sum(std::span<float> x, float shift) {
+    return exponentials_and_sum<softmax_exp2<Grade::bfloat16>>(x, shift);
 }
 
 // The peaks of bench/: twelve independent chains (enough to cover the latency on both pipes), on

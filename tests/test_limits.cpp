@@ -251,10 +251,12 @@ TEST_CASE("the memory a call needs is known before it allocates, and a budget re
     for (Backend b : {Backend::naive, Backend::simd, Backend::parallel})
         CHECK(planned_bytes(65536, 65536, 16, 16, b) >= S);
     CHECK(planned_bytes(65536, 65536, 16, 16, Backend::fused) < (std::uint64_t{64} << 20));
-    // The fused scratch does not grow with d_v (only O does: 4 bytes a column of each of O's 3 rows;
-    // fewer rows go to the decode kernel, whose blocks keep d_v-wide sums).
+    // The fused scratch does not grow with d_v: only O does (4 bytes a column of each of O's 3 rows;
+    // fewer rows go to the decode kernel, whose blocks keep d_v-wide sums), and the kernel's packed
+    // copy of V (a row of each of its m = 1 keys, in panels of whole tile columns).
     CHECK(planned_bytes(3, 1, 4, 2621440, Backend::fused) ==
-          planned_bytes(3, 1, 4, 16, Backend::fused) + 3 * 4 * (2621440 - 16));
+          planned_bytes(3, 1, 4, 16, Backend::fused) + 3 * 4 * (2621440 - 16) +
+              attn::simd::fused_packed_bytes(1, 4, 2621440) - attn::simd::fused_packed_bytes(1, 4, 16));
     // Empty sizes are counted too, and need no scratch for the GEMM (the fuzzer found d_model = 0
     // divided by a zero depth: a 0×0 X of a layer); E = 0 is refused before anything is planned.
     for (Backend b : all_backends) {

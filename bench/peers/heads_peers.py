@@ -2,12 +2,19 @@
 """Many heads against the engines a user would pick instead, in one window, by alternating rounds.
 
     /usr/bin/python3 bench/peers/heads_peers.py --work DIR [--ggml SOURCE] [--bench build/bench_attention]
-        [--rounds 5] [--min-time 0.5] [--threads 2] [--L 256 1024 4096] [--E 64 128] [--kv-heads 32 8]
-        [--causal 0 1] [--engines ours ort_mha ort_gqa ort_attention ggml_f32 ggml_f16 torch] [--json FILE]
-        [--into build/bench.json] [--build-only | --check-only]
+        [--rounds 5] [--min-time 0.5] [--threads 2] [--heads 32] [--L 256 1024 4096] [--E 64 128]
+        [--kv-heads 32 8] [--causal 0 1] [--engines ours ort_mha ort_gqa ort_attention ggml_f32 ggml_f16 torch]
+        [--json FILE] [--into build/bench.json] [--build-only | --check-only]
 
 The case is a model layer's prefill: batch 1, H query heads (BM_heads's, 32), L = S tokens, head width
-E, float32 queries, H_kv key/value heads (H_kv < H: grouped-query attention), causal or not. Engines:
+E, float32 queries, H_kv key/value heads (H_kv < H: grouped-query attention), causal or not. With
+--heads 1, a single head instead (BM_one_head: E = 64, L = 1024 … 16384, H_kv = 1, not causal), the
+fused core of BM_core and BM_core_long against the same peers:
+
+    /usr/bin/python3 bench/peers/heads_peers.py --work DIR --heads 1 --L 1024 2048 4096 16384 --E 64 \
+        --kv-heads 1 --causal 0 --engines ours ort_mha --json build/one_head_peers.json
+
+Engines:
 
     ours      BM_heads/fused (bench/bench_heads.cpp) in bench_attention, right after BM_peak_fma of the
               same thread count, in one process: the peak of that moment
@@ -204,7 +211,8 @@ class Engines:
         """BM_peak_fma then BM_heads on the case, in one process: (result, peak GFLOP/s, heads, context)."""
         L, E, kv_heads, causal = case
         peak = f"BM_peak_fma/threads:{self.args.threads}"
-        heads = f"BM_heads/fused/L:{L}/E:{E}/H_kv:{kv_heads}/causal:{causal}"
+        family = "BM_one_head" if self.args.heads == 1 else "BM_heads"
+        heads = f"{family}/fused/L:{L}/E:{E}/H_kv:{kv_heads}/causal:{causal}"
         cmd = [self.args.bench, f"--benchmark_filter=^({peak}|{heads})/real_time$",
                f"--benchmark_min_time={self.args.min_time}", "--benchmark_format=json"]
         out, rss = run_measured(cmd, dict(os.environ, OMP_NUM_THREADS=str(self.args.threads)))
@@ -331,6 +339,8 @@ def common_arguments(doc, min_time):
 
 def main():
     parser = common_arguments(__doc__, min_time=0.5)
+    parser.add_argument("--heads", type=int, default=32, choices=[32, 1],
+                        help="query heads: BM_heads's 32, or BM_one_head's 1")
     parser.add_argument("--L", type=int, nargs="+", default=[256, 1024, 4096], help="L = S")
     parser.add_argument("--E", type=int, nargs="+", default=[64, 128])
     parser.add_argument("--kv-heads", type=int, nargs="+", default=[32, 8])
