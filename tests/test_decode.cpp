@@ -414,6 +414,72 @@ TEST_CASE("masks on decoded heads: boolean with rows no key may attend, additive
             }
 }
 
+TEST_CASE(
+    "finite mask terms near float32's largest, rows of its lowest, and scores near the float range give "
+    "naive's answer on every cache type",
+    "[decode][mask][extreme]") {
+    // Naive adds s_j = scale·q·k_j + term_j in float and exponentiates s_j − max: every finite term is
+    // allowed (2.4e38 included), and a row of float32's lowest value (PyTorch's finfo.min, a common
+    // "masked") is finite too: its scores are all equal, and the output is the mean of the values.
+    std::mt19937 rng(572);
+    const std::size_t H = 4, H_kv = 2, S = 2600, E = 24;  // S: three blocks of 1024 keys, merged
+    const float lowest = std::numeric_limits<float>::lowest(), big = 2.4e38f,
+                inf = std::numeric_limits<float>::infinity();
+    for (const std::size_t L : {1, 2}) {
+        // Each query row a different edge of the additive mask (row = h·L + i).
+        std::vector<float> bias(H * L * S);
+        for (std::size_t row = 0; row < H * L; ++row) {
+            float* t = bias.data() + row * S;
+            for (std::size_t j = 0; j < S; ++j) t[j] = float(rng() % 1000) / 250.0f - 2.0f;
+            switch (row % 8) {
+                case 0: std::fill(t, t + S, lowest); break;  // the mean of every value
+                case 1: t[1500] = big; break;                // that key alone, whatever else
+                case 2: t[10] = t[2500] = big; break;        // two equal scores in different blocks: their mean
+                case 3:  // lowest, and −∞ at every third key: the mean of the rest
+                    for (std::size_t j = 0; j < S; ++j) t[j] = j % 3 == 0 ? -inf : lowest;
+                    break;
+                case 4:  // lowest everywhere but one key at 0 (in the last block)
+                    std::fill(t, t + S, lowest);
+                    t[2100] = 0.0f;
+                    break;
+                case 5:  // −∞ everywhere but one key at lowest
+                    std::fill(t, t + S, -inf);
+                    t[700] = lowest;
+                    break;
+                case 6: t[0] = big, t[1] = -big; break;  // the first key (the causal rows see it)
+                default: t[S - 1] = lowest; break;       // one term at lowest among ordinary ones
+            }
+        }
+        const std::ptrdiff_t hs = std::ptrdiff_t(L * S), rs = std::ptrdiff_t(S);
+        const ScoreMask additive{ScoreMask::Kind::additive, bias.data(), 0, hs, rs, 1};
+        // Scores near the float range, the most the checks allow (‖q‖·‖k‖ ≤ FLT_MAX/2, scale 1), under a
+        // boolean mask: the largest visible score takes the weight.
+        std::vector<unsigned char> keep(H * L * S);
+        for (auto& flag : keep) flag = rng() % 3 != 0;
+        const ScoreMask boolean{ScoreMask::Kind::boolean, keep.data(), 0, hs, rs, 1};
+        const Heads Q = random_heads({1, H, L, E}, rng, 2.0f), K = random_heads({1, H_kv, S, E}, rng),
+                    V = random_heads({1, H_kv, S, E}, rng);
+        Heads Q_big = Q;
+        for (std::size_t k = 0; k < Q_big.values.size(); ++k)
+            Q_big.values.data()[k] *= 5e36f;  // ‖q‖·‖k‖ up to about 1.2e38
+        for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+            for (const bool causal : {false, true})
+                for (const ScoreMask* mask : {&additive, &boolean}) {
+                    INFO(attn::to_string(type) << ", L = " << L << (causal ? ", causal" : "")
+                                               << (mask == &additive ? ", additive" : ", boolean, scores near 1e38"));
+                    const Heads& q = mask == &additive ? Q : Q_big;
+                    const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                    attn::AttentionOptions options{.causal = causal, .mask = mask, .backend = Backend::fused};
+                    if (mask == &boolean) options.explicit_scale = 1.0f;
+                    const auto got = attn::scaled_dot_product_attention(q.view(), Kc.view(), Vc.view(), options);
+                    options.backend = Backend::naive;
+                    const Heads Kw = values_of(Kc), Vw = values_of(Vc);
+                    const auto want = attn::scaled_dot_product_attention(q.view(), Kw.view(), Vw.view(), options);
+                    check_close(got.output.values, want.output.values, 1e-6, 1e-5);
+                }
+    }
+}
+
 TEST_CASE("a float cache decoded keeps the log-sum-exp the fused backward needs", "[decode][backward]") {
     std::mt19937 rng(568);
     const Heads Q = random_heads({1, 4, 1, 16}, rng), K = random_heads({1, 2, 300, 16}, rng),
