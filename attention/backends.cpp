@@ -129,7 +129,7 @@ void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, flo
                           const AttentionOptions& options, AttentionResult& out) {
     const bool keep = options.keep_for_backward;
     out.weights.resize_for_overwrite(0, 0);
-    out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? 1 : 0);
+    out.log_sum_exp.resize_for_overwrite(keep ? Q.rows() : 0, keep ? simd::log_sum_exp_floats : 0);
     const std::optional<simd::ScoreTerms> terms = terms_of(options.mask);
     const simd::ScoreTerms* given = terms ? &*terms : nullptr;
     if (options.dtype == Dtype::bf16)
@@ -228,7 +228,8 @@ std::vector<Buffer> attention_result_buffers(std::size_t n, std::size_t m, std::
                                " backend; --backend fused never stores S",
                            matrix_bytes(n, m)});
     else if (keep_for_backward)
-        buffers.push_back({of("the log-sum-exp L", n, 1) + " kept for the backward", matrix_bytes(n, 1)});
+        buffers.push_back({of("the log-sum-exp L", n, simd::log_sum_exp_floats) + " kept for the backward",
+                           matrix_bytes(n, simd::log_sum_exp_floats)});
     buffers.push_back({of("O", n, d_v) + " of step 6", matrix_bytes(n, d_v)});
     return buffers;
 }
@@ -281,7 +282,7 @@ std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_
              checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")},
             {std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) + " each) of the fused backward",
              checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")},
-            {of("L", n, 1) + " of the fused backward", matrix_bytes(n, 1)},
+            {of("L and its remainder", n, 2) + " of the fused backward", matrix_bytes(n, 2)},
             {of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)}};
     }
     std::vector<Buffer> buffers = {

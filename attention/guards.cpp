@@ -223,7 +223,7 @@ void check_backward_shapes(const Matrix& Q, const Matrix& K, const Matrix& V, co
     check_grad_output_shape(Q.rows(), V.cols(), dO, options);
     expect("the forward's output", forward.output, n, d_v, "the forward of these Q, K and V");
     if (options.backend == Backend::fused)
-        expect("the forward's log-sum-exp", forward.log_sum_exp, n, 1,
+        expect("the forward's log-sum-exp", forward.log_sum_exp, n, simd::log_sum_exp_floats,
                "one per query row: run the fused forward with keep_for_backward");
     else expect("the forward's α", forward.weights, n, m, "the forward of these Q, K and V on a materialised backend");
 }

@@ -192,7 +192,8 @@ std::vector<backends::Buffer> forward_results(const Layout& x, const AttentionOp
         results.push_back(stack_buffer("S/α", {x.batch, x.heads, x.L, x.S},
                                        " of steps 3–5 on the " + to_string(options.backend) + " backend"));
     if (keeps_log_sum_exp(options))
-        results.push_back(stack_buffer("the log-sum-exp L", {x.batch, x.heads, x.L, 1}, " kept for the backward"));
+        results.push_back(stack_buffer("the log-sum-exp L", {x.batch, x.heads, x.L, simd::log_sum_exp_floats},
+                                       " kept for the backward"));
     return results;
 }
 
@@ -231,7 +232,7 @@ HeadsResult forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsVie
     HeadsResult r;
     r.output = heads_of(x.batch, x.heads, x.L, x.E_v);
     if (materialised(run.backend)) r.weights = heads_of(x.batch, x.heads, x.L, x.S);
-    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
+    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, simd::log_sum_exp_floats);
     run_units(x.count(), schedule, [&](std::size_t i) {  // every head is this head: one single-head call each
         const std::size_t b = i / x.heads, h = i % x.heads;
         const HeadOptions head(run, b, h, schedule.heads_at_once);
@@ -324,7 +325,7 @@ HeadsResult decode_heads(const HeadsView& Q, const CacheView& K, const CacheView
     std::vector<double> cache(2 * x.kv_count());
     HeadsResult r;
     r.output = heads_of(x.batch, x.heads, x.L, x.E_v);
-    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, 1);
+    if (keeps_log_sum_exp(run)) r.log_sum_exp = heads_of(x.batch, x.heads, x.L, simd::log_sum_exp_floats);
     const std::vector<simd::ScoreTerms> terms = run.mask ? row_terms(*run.mask, x) : std::vector<simd::ScoreTerms>{};
     const simd::DecodeProblem problem{.Q = Q.data,
                                       .K = K.data,
@@ -393,7 +394,8 @@ void check_forward_stacks(const Layout& x, const HeadsResult& forward, const Hea
         expect_shape("the forward's α", forward.weights.shape, {x.batch, x.heads, x.L, x.S},
                      "the forward of these Q, K and V on a materialised backend");
     else
-        expect_shape("the forward's log-sum-exp", forward.log_sum_exp.shape, {x.batch, x.heads, x.L, 1},
+        expect_shape("the forward's log-sum-exp", forward.log_sum_exp.shape,
+                     {x.batch, x.heads, x.L, simd::log_sum_exp_floats},
                      "one per query row: run the fused forward with keep_for_backward");
 }
 

@@ -39,7 +39,7 @@ struct Heads {
 
 struct HeadsResult {
     Heads output;       // O (B, H, L, E_v)
-    Heads log_sum_exp;  // (B, H, L, 1): Backend::fused with keep_for_backward, else empty
+    Heads log_sum_exp;  // (B, H, L, 2): L and its remainder (AttentionResult's); fused with keep_for_backward
     Heads weights;      // α (B, H, L, S) on the materialised backends (naive, simd, parallel), else empty
 };
 

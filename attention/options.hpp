@@ -77,7 +77,7 @@ struct AttentionOptions {
     // the fused backend only (simd/fused.cpp), and has no backward.
     Dtype dtype = Dtype::f32;
     // Keep what the backward needs (attention/attention.hpp). The materialised backends keep α
-    // anyway; the fused one then also keeps each row's log-sum-exp, n floats.
+    // anyway; the fused one then also keeps each row's log-sum-exp, 2·n floats.
     bool keep_for_backward = false;
 };
 
@@ -93,8 +93,9 @@ struct AttentionResult {
     Matrix weights;      // α (n×m): row i is how token i spreads its attention; each row sums to 1.
                          // In code α is always `weights`; `attn run --out` writes it as attn.npy.
                          // Empty (0×0) with Backend::fused, which never forms α.
-    Matrix log_sum_exp;  // L_i = log Σ_j e^(S'_ij) (n×1): Backend::fused with keep_for_backward, else 0×0.
-                         // α_ij = e^(S'_ij − L_i): all the fused backward needs to recompute α.
+    Matrix log_sum_exp;  // L_i = log Σ_j e^(S'_ij) (n×2: the float, and what it leaves out): Backend::fused
+                         // with keep_for_backward, else 0×0. α_ij = e^((S'_ij − L_i) − remainder_i): all
+                         // the fused backward needs to recompute α.
 };
 
 // The gradients of a loss L with respect to the chain's inputs: ∂L/∂Q, ∂L/∂K, ∂L/∂V, each the

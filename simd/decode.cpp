@@ -519,7 +519,11 @@ void merge_row(const DecodeProblem& p, const float* partials, std::size_t blocks
         }
     const float inverse = l > 0.0f ? 1.0f / l : 0.0f;  // a row that saw nothing (ℓ = 0) stays 0
     for (std::size_t k = 0; k < p.d_v; ++k) out[k] = o[pair_position<type>(k, p.d_v)] * inverse;
-    if (p.log_sum_exp) p.log_sum_exp[g * p.rows + r] = m + std::log(l);
+    if (p.log_sum_exp) {  // L = m + ln ℓ, and what its float leaves out (simd/score_terms.hpp)
+        const LogSumExp L = log_sum_exp(m, l);
+        p.log_sum_exp[(g * p.rows + r) * log_sum_exp_floats] = L.L;
+        p.log_sum_exp[(g * p.rows + r) * log_sum_exp_floats + 1] = L.remainder;
+    }
 }
 
 template <Storage type>
@@ -575,7 +579,10 @@ void decode_attention_into(const DecodeProblem& p, Threads threads, const Blocki
     if (p.groups == 0 || p.rows == 0 || p.d_v == 0) return;
     if (p.keys == 0) {  // no key at all: every row sees nothing
         std::fill(p.O, p.O + p.groups * p.rows * p.d_v, 0.0f);
-        if (p.log_sum_exp) std::fill(p.log_sum_exp, p.log_sum_exp + p.groups * p.rows, neg_inf);
+        for (std::size_t r = 0; p.log_sum_exp && r < p.groups * p.rows; ++r) {
+            p.log_sum_exp[r * log_sum_exp_floats] = neg_inf;  // L = −∞, and nothing left out
+            p.log_sum_exp[r * log_sum_exp_floats + 1] = 0.0f;
+        }
         return;
     }
     switch (p.type) {

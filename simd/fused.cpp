@@ -17,11 +17,10 @@
 // The same update in symbols, for a tile with scores $s'_j$:
 //   $m' = \max(m, \max_j s'_j)$,  $\ell' = \ell\, e^{m - m'} + \sum_j e^{s'_j - m'}$,  $o' = o\, e^{m - m'} + \sum_j e^{s'_j - m'} v_j$
 //
-// In base 2. The kernel keeps its scores multiplied by log₂e: with t = s·log₂e, e^(s − m) = 2^(t − m·log₂e),
-// so every e^ above is a 2^ of scores that carry the factor already. It rides on the multiply by the
-// scale that the score tile does anyway, and spares every exponential its own multiply by log₂e and the
-// steps that keep that multiply exact (simd/exp.hpp; BM_core/fused). m is kept in the same units;
-// ℓ and o are the same sums as before, so o/ℓ is unchanged.
+// In the scores' own units. Every e^(s − m) is taken as the lesson takes it, the difference first: a
+// score or a mask term may be any finite float, and s·log₂e alone would overflow past FLT_MAX/log₂e ≈
+// 2.4·10³⁸ (a term of 2.4·10³⁸ would give NaN, a row of float32's lowest value, −3.4·10³⁸, weight 0
+// where the softmax gives it the mean of V).
 //
 // Causal: a block's keys end at its last row, so the tiles wholly in its future (about half of all
 // tiles) are never visited. In the tiles that cross the diagonal nothing is masked with −∞: each
@@ -31,10 +30,10 @@
 // work only ever added zeros); BM_core_long with causal:1 measures what the skipping saves.
 //
 // Terms (a caller's mask or bias, simd.hpp's ScoreTerms): added to each tile of scores as soon as it is
-// written, times log₂e like the scores, only where its row may look (the causal mask applies as well).
+// written, only where its row may look (the causal mask applies as well).
 // A −∞ term is one more score of weight 0. A row that has seen only −∞ keeps m = −∞, ℓ = 0 and o = 0
-// (rescale_factors gives it the factor 1, never 2^(−∞ − (−∞)), and its tile is zeroed, not
-// exponentiated); its first finite score makes the factor 2^(−∞) = 0 against sums that are 0. A row
+// (rescale_factors gives it the factor 1, never e^(−∞ − (−∞)), and its tile is zeroed, not
+// exponentiated); its first finite score makes the factor e^(−∞) = 0 against sums that are 0. A row
 // that never sees one ends with ℓ = 0: its output row stays 0 and its L is −∞. Without terms the
 // only cost is one test per tile.
 //
@@ -97,10 +96,10 @@ struct Scratch {
 // block, the less of it (BM_tune sweeps BR and BC around the cache model's choice).
 struct Problem {
     const Matrix &Q, &K, &V;
-    float scale_log2e;  // the scores' factor: scale·log₂e (the kernel works in base 2)
+    float scale;  // the scores' factor
     bool causal;
     Matrix& O;
-    float* log_sum_exp;       // L_i = log Σ_j e^(s_ij) per row, for the backward; nullptr: not asked for
+    float* log_sum_exp;       // per row L and its remainder (simd/score_terms.hpp), for the backward; or nullptr
     std::size_t BR, BC;       // query rows per block, keys per tile (the score block's row stride)
     const ScoreTerms* terms;  // added to the scores (nullptr: none)
 };
@@ -116,7 +115,7 @@ std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::s
     return i0 + r + 1 > j0 ? std::min(cols, i0 + r + 1 - j0) : 0;
 }
 
-// [fused scores] S_tile = scale·log₂e·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
+// [fused scores] S_tile = scale·Q[i0..i0+rows)·K[j0..j0+cols)ᵀ, into the BR×BC score block (row stride BC).
 // Strips of TALL rows (12 with AVX-512, 6 otherwise: microkernel.hpp). Causal: a strip of rows skips
 // the panels of keys that all lie in its future; those scores are never read (online_softmax_update
 // stops each row at its diagonal).
@@ -133,19 +132,18 @@ void tile_scores(const Problem& p, std::size_t i0, std::size_t rows, std::size_t
             const std::size_t strip = std::min(TALL, rows - r);
             if (visible_keys(p, i0, r + strip - 1, j0, cols) <= q * NR) continue;  // causal: all in the future
             run_strip_microkernel<StepOf<bf16>>(strip, depth, q_rows + r * depth, depth, s.k_panel.data(), NR,
-                                                s.scores.data() + r * p.BC + q * NR, p.BC, width, true, true,
-                                                p.scale_log2e);
+                                                s.scores.data() + r * p.BC + q * NR, p.BC, width, true, true, p.scale);
         }
     }
 }
 
-// The caller's terms, in the scores' log₂ units, added to each score of the tile its row may see: the
-// product was rounded by tile_scores first. A −∞ term gives the key weight 0, as the causal mask does.
+// The caller's terms, added to each score of the tile its row may see: the product was rounded by
+// tile_scores first. A −∞ term gives the key weight 0, as the causal mask does.
 void add_tile_terms(const Problem& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, Scratch& s) {
     const ScoreTerms& terms = *p.terms;
     for (std::size_t r = 0; r < rows; ++r)
         add_terms(s.scores.data() + r * p.BC, visible_keys(p, i0, r, j0, cols), terms, term_index(terms, i0 + r, j0),
-                  terms.col_stride, 1.44269504f);
+                  terms.col_stride, 1.0f);
 }
 
 // [fused softmax] The online-softmax step for each row of the block: new max, rescale ℓ and o, exponentiate the tile.
@@ -165,7 +163,8 @@ void online_softmax_update(const Problem& p, std::size_t i0, std::size_t rows, s
         const std::size_t visible = s.running_max[r] == neg_inf ? 0 : visible_keys(p, i0, r, j0, cols);
         std::fill(tile.begin() + visible, tile.end(), 0.0f);  // masked, or nothing visible yet: weight 0
         if (visible == 0) continue;
-        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp2_and_sum(tile.first(visible), s.running_max[r]);
+        // e^(s − m'), the difference first (the materialised softmax's exponential)
+        s.running_sum[r] = s.running_sum[r] * s.correction[r] + exp_and_sum(tile.first(visible), s.running_max[r]);
         // unmoved max: skip; the first tile's products overwrite o, so there is nothing to rescale yet
         if (j0 > 0 && s.correction[r] != 1.0f) scale_row(p.O.row(i0 + r).data(), d_v, s.correction[r]);
     }
@@ -225,8 +224,11 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     for (std::size_t r = 0; r < rows; ++r) {  // o / ℓ; a row that saw nothing (ℓ = 0) stays 0
         const float l = s.running_sum[r];
         if (l > 0.0f) scale_row(p.O.row(i0 + r).data(), d_v, 1.0f / l);
-        // L = ln(ℓ·2^m) = (m + log₂ℓ)·ln 2, back in natural units (m is in log₂ units)
-        if (p.log_sum_exp) p.log_sum_exp[i0 + r] = (s.running_max[r] + std::log2(l)) * 0.693147181f;
+        if (p.log_sum_exp) {  // L = m + log ℓ, and what its float leaves out (simd/score_terms.hpp)
+            const LogSumExp L = log_sum_exp(s.running_max[r], l);
+            p.log_sum_exp[2 * (i0 + r)] = L.L;
+            p.log_sum_exp[2 * (i0 + r) + 1] = L.remainder;
+        }
     }
 }
 
@@ -260,7 +262,7 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     if (causal)
         rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, blocking.fused_rows, threads_used, 2)));
     const std::size_t keys = fused_tile_keys(blocking, bf16);
-    const Problem p{Q, K, V, scale * 1.44269504f, causal, O, log_sum_exp, rows, keys, terms};
+    const Problem p{Q, K, V, scale, causal, O, log_sum_exp, rows, keys, terms};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.

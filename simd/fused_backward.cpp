@@ -5,6 +5,8 @@
 // dS (n×m) beside it. Here neither exists: every tile of α is recomputed from Q, K and the forward's
 // log-sum-exp of each row, L_i = log Σ_j e^(s_ij), since
 //     α_ij = e^(s_ij) / Σ_t e^(s_it) = e^(s_ij − L_i)            (s = scale·Q·Kᵀ, masked)
+// (L_i in two parts, the float L and what it leaves out, simd/score_terms.hpp: a row of float32's
+// lowest value has L = the score of every key, and only the remainder says there are m of them)
 // and the softmax's backward needs only one number per row besides the tile itself:
 //     D_i = Σ_j α_ij·dα_ij = Σ_j α_ij·(do_i·v_j) = do_i·o_i,
 // a dot product of two rows the caller already has (dO and O). With P a tile of α and
@@ -32,8 +34,9 @@
 //
 // Terms: the forward's, added to each tile of Sᵀ before α is recomputed, so a −∞ term gives α = 0 and
 // a gradient of 0. A query row that saw no key (L = −∞) has α = 0 on its whole row (see the L below).
+// Scores and terms stay in their own units, as in the forward (simd/fused.cpp): any finite term works.
 //
-// Extra memory: L in base 2 and D (two floats per query row), the lanes' dQᵀ, and per thread two
+// Extra memory: L, its remainder and D (three floats per query row), the lanes' dQᵀ, and per thread two
 // tiles, a panel and the block's Kᵀ: fused_backward_scratch in simd/scratch.hpp, which
 // fused_backward_scratch_bytes budgets.
 #include <algorithm>
@@ -76,9 +79,10 @@ Scratch& thread_scratch(const FusedBackwardScratch<std::size_t>& size) {
 
 struct Problem {
     const Matrix &Q, &K, &V, &dO;
-    const float* L;  // log₂ of each query row's Σ 2^t, t = scale·log₂e·q·k (the forward's L_i·log₂e)
-    const float* D;  // do_i·o_i
-    float scale_log2e;
+    const float* L;          // each query row's log-sum-exp, as the float L_i (+∞ for a row that saw no key)
+    const float* remainder;  // −log₂e × what L_i leaves out: the tile's exponent is in base 2
+    const float* D;          // do_i·o_i
+    float scale;
     bool causal;
     std::size_t block, tile;  // keys per block, queries per streamed tile (the tiles' row stride)
     const ScoreTerms* terms;  // the forward's (nullptr: none)
@@ -110,36 +114,39 @@ void times(const float* A, std::size_t lda, std::size_t rows, std::size_t depth,
     }
 }
 
-// The forward's terms on the tile Sᵀ (keys down, queries across), in log₂ units: key j0 + r's row
-// reads term(i0 + c, j0 + r) along c, the terms' row stride.
+// The forward's terms on the tile Sᵀ (keys down, queries across): key j0 + r's row reads
+// term(i0 + c, j0 + r) along c, the terms' row stride.
 void add_tile_terms(const Problem& p, std::size_t j0, std::size_t keys, std::size_t i0, std::size_t queries, float* t,
                     std::size_t ld) {
     const ScoreTerms& terms = *p.terms;
     for (std::size_t r = 0; r < keys; ++r)
-        add_terms(t + r * ld, queries, terms, term_index(terms, i0, j0 + r), terms.row_stride, 1.44269504f);
+        add_terms(t + r * ld, queries, terms, term_index(terms, i0, j0 + r), terms.row_stride, 1.0f);
 }
 
-// [fused gradient tile] Pᵀ = 2^(tᵀ − L), dS'ᵀ = Pᵀ ⊙ (dPᵀ − D) on a keys×queries tile (row stride
-// ld), in place: tᵀ becomes Pᵀ, dPᵀ becomes dS'ᵀ. L and D belong to the queries, one per column.
+// [fused gradient tile] Pᵀ = e^((Sᵀ − L) − remainder), dS'ᵀ = Pᵀ ⊙ (dPᵀ − D) on a keys×queries tile (row
+// stride ld), in place: Sᵀ becomes Pᵀ, dPᵀ becomes dS'ᵀ. L, its remainder and D belong to the queries,
+// one per column. The exponent, in base 2, is (s − L)·log₂e − remainder·log₂e: the difference first,
+// as the forward takes it (simd/exp.hpp), then one FMA.
 // The exponent is capped at 0, so P ≤ 1 as α is: a recomputed score is rounded in another order than
 // the forward's, off by up to about (d_k + 2)·ε·‖q‖·‖k‖, which for scores near 1e19 is beyond 1e12,
 // and 2^(that) would be ∞. The range checks of attention/guards.cpp count on α ≤ 1.
 void softmax_gradient_tile(float* t, float* dp, std::size_t rows, std::size_t cols, std::size_t ld, const float* L,
-                           const float* D) {
+                           const float* R, const float* D) {
+    const auto exponent = [](Batch s, Batch L_i, Batch R_i) {
+        return xsimd::min(xsimd::fma(s - L_i, Batch(log2_e), R_i), Batch(0.0f));
+    };
     for (std::size_t r = 0; r < rows; ++r) {
         float* tr = t + r * ld;
         float* dr = dp + r * ld;
         std::size_t c = 0;
         for (; c + W <= cols; c += W) {
-            const Batch p =
-                softmax_exp2(xsimd::min(Batch::load_unaligned(tr + c) - Batch::load_unaligned(L + c), Batch(0.0f)));
+            const Batch p = softmax_exp2(
+                exponent(Batch::load_unaligned(tr + c), Batch::load_unaligned(L + c), Batch::load_unaligned(R + c)));
             p.store_unaligned(tr + c);
             (p * (Batch::load_unaligned(dr + c) - Batch::load_unaligned(D + c))).store_unaligned(dr + c);
         }
         for (; c < cols; ++c) {  // the tail, through the same exponential: a batch padded with zeros
-            alignas(64) float lane[W] = {};
-            lane[0] = std::min(tr[c] - L[c], 0.0f);
-            const float p = softmax_exp2(Batch::load_aligned(lane)).get(0);
+            const float p = softmax_exp2(exponent(Batch(tr[c]), Batch(L[c]), Batch(R[c]))).get(0);
             tr[c] = p;
             dr[c] = p * (dr[c] - D[c]);
         }
@@ -175,13 +182,13 @@ void key_block(const Problem& p, std::size_t j0, std::size_t keys, Matrix& dK, M
     const std::size_t first_tile = p.causal ? j0 / p.tile * p.tile : 0;  // earlier queries see none of these keys
     for (std::size_t i0 = first_tile; i0 < n; i0 += p.tile) {
         const std::size_t queries = std::min(p.tile, n - i0);
-        // Sᵀ = scale·log₂e·K·Qᵀ and dPᵀ = V·dOᵀ for the tile: keys down, queries across
-        times_transposed(p.K.row(j0).data(), p.K.cols(), keys, p.Q, i0, queries, p.scale_log2e, s.scores.data(), ld,
-                         s.panel);
+        // Sᵀ = scale·K·Qᵀ and dPᵀ = V·dOᵀ for the tile: keys down, queries across
+        times_transposed(p.K.row(j0).data(), p.K.cols(), keys, p.Q, i0, queries, p.scale, s.scores.data(), ld, s.panel);
         times_transposed(p.V.row(j0).data(), p.V.cols(), keys, p.dO, i0, queries, 1.0f, s.gradients.data(), ld,
                          s.panel);
         if (p.terms) add_tile_terms(p, j0, keys, i0, queries, s.scores.data(), ld);
-        softmax_gradient_tile(s.scores.data(), s.gradients.data(), keys, queries, ld, p.L + i0, p.D + i0);
+        softmax_gradient_tile(s.scores.data(), s.gradients.data(), keys, queries, ld, p.L + i0, p.remainder + i0,
+                              p.D + i0);
         if (p.causal && j0 + keys > i0 + 1) zero_future(s.scores.data(), s.gradients.data(), keys, queries, ld, i0, j0);
         const bool first = i0 == first_tile;
         times(s.scores.data(), ld, keys, queries, p.dO, i0, first, dV.row(j0).data(), dV.cols(),
@@ -212,19 +219,20 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
     dV.resize_for_overwrite(m, V.cols());
     std::fill(dK.data(), dK.data() + dK.size(), 0.0f);  // keys no query sees (causal, m > n) get 0
     std::fill(dV.data(), dV.data() + dV.size(), 0.0f);
-    // The rows' statistics: L in base 2 (the kernel's scores carry log₂e, as in the forward) and D = do_i·o_i.
-    // A row that saw no key (L = −∞: its terms were all −∞) takes L = +∞: every 2^(t − L) is then 0 (t
-    // finite or −∞), where −∞ − (−∞) would be NaN and a finite t − (−∞) would give weight 1.
-    Buffer L(n), D(n);
+    // The rows' statistics, one per query: L, its remainder in the exponent's base 2, and D = do_i·o_i.
+    // A row that saw no key (L = −∞: its terms were all −∞) takes L = +∞: every e^(s − L) is then 0 (s
+    // finite or −∞), where −∞ − (−∞) would be NaN and a finite s − (−∞) would give weight 1.
+    Buffer L(n), R(n), D(n);
     for (std::size_t i = 0; i < n; ++i) {
-        L[i] = log_sum_exp[i] == neg_inf ? -neg_inf : log_sum_exp[i] * 1.44269504f;
+        L[i] = log_sum_exp[2 * i] == neg_inf ? -neg_inf : log_sum_exp[2 * i];
+        R[i] = -log_sum_exp[2 * i + 1] * log2_e;
         D[i] = dot(dO.row(i).data(), O.row(i).data(), O.cols());
     }
     // Block and tile sizes depend on the problem only, never on the team: the order of every sum is fixed.
     const std::size_t tile = blocking.panel_kc, block = fused_backward_keys_per_block(m, blocking);
     const auto blocks = static_cast<std::ptrdiff_t>((m + block - 1) / block);
     Buffer dQt(dq_lanes * d_k * n, 0.0f);  // each lane's dQᵀ (d_k×n)
-    const Problem p{Q, K, V, dO, L.data(), D.data(), scale * 1.44269504f, causal, block, tile, terms};
+    const Problem p{Q, K, V, dO, L.data(), R.data(), D.data(), scale, causal, block, tile, terms};
     [[maybe_unused]] const std::size_t team_size = threads == Threads::all ? fused_backward_team(n, m, d_k) : 1;
     [[maybe_unused]] const bool team = team_size > 1;
     const auto scratch_size = fused_backward_scratch<std::size_t>(d_k, V.cols(), block, tile, NR);

@@ -35,6 +35,7 @@
     X(void, axpy, (float factor, const float* x, float* y, std::size_t n), (factor, x, y, n))                          \
     X(float, exp_and_sum, (std::span<float> x, float shift), (x, shift))                                               \
     X(float, exp2_and_sum, (std::span<float> x, float shift), (x, shift))                                              \
+    X(float, exp2_bf16_and_sum, (std::span<float> x, float shift), (x, shift))                                         \
     X(float, row_max, (std::span<const float> x), (x))                                                                 \
     X(float, fma_chains, (std::size_t steps), (steps))                                                                 \
     X(void, matmul_register_tile_into, (const Matrix& A, const Matrix& B, Matrix& C), (A, B, C))

@@ -50,8 +50,7 @@ inline constexpr bool f16_instructions = false;
 // the first sweep of the materialised softmax (simd/softmax.cpp).
 float scale_and_max(std::span<float> x, float scale);
 // The online softmax's bookkeeping for `rows` rows (a multiple of W is read and written): the new
-// maxima m' = max(m, tile max) into tile_max, and 2^(m − m') into correction (simd/fused.cpp, whose
-// scores are in log₂ units).
+// maxima m' = max(m, tile max) into tile_max, and e^(m − m') into correction (simd/fused.cpp).
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows);
 
 extern const Kernels kernels;

@@ -57,10 +57,15 @@ void matmul_transposed_into(const Matrix& A, const Matrix& B, float scale, Matri
 // kernel computes its scores (below); one thread.
 void matmul_transposed_bf16_into(const Matrix& A, const Matrix& B, float scale, Matrix& C);
 
+// Floats a row's log-sum-exp takes: L_i = log Σ_j e^(s_ij) as a float, and what that float leaves out,
+// which is log Σ_j e^(s_ij − m_i) itself where the row's largest score m_i is too large for L_i to
+// hold it (a row of float32's lowest value: simd/score_terms.hpp's log_sum_exp).
+inline constexpr std::size_t log_sum_exp_floats = 2;
+
 // O = softmax(scale·Q·Kᵀ [+ causal mask])·V without storing the n×m scores: K and V stream past
 // blocks of query rows in tiles, with an online softmax (simd/fused.cpp). α is never formed. With
-// log_sum_exp (n floats, or nullptr), each row's L_i = log Σ_j e^(s_ij) is written there too: all
-// the backward needs to recompute α.
+// log_sum_exp (n × log_sum_exp_floats, or nullptr), each row's L_i and its remainder are written there
+// too: all the backward needs to recompute α.
 // With terms (nullptr: none), s_ij = scale·(q_i·k_j) + term(i, j), the term added after the product is
 // rounded, as the materialised path adds it to S' (add_score_terms_in_place).
 void fused_attention_into(const Matrix& Q, const Matrix& K, const Matrix& V, float scale, bool causal, Matrix& O,
@@ -100,7 +105,7 @@ struct DecodeProblem {
     // its data points at the row's term for key 0, and col_stride steps to the next key.
     const ScoreTerms* row_terms = nullptr;
     float* O = nullptr;            // groups × rows × d_v
-    float* log_sum_exp = nullptr;  // groups × rows (L = log Σ_j e^(s_j)), or nullptr
+    float* log_sum_exp = nullptr;  // groups × rows × log_sum_exp_floats (L = log Σ_j e^(s_j)), or nullptr
     // groups × 2, or nullptr: the largest row norms of each group's keys and values, max_j ‖k_j‖ and
     // max_j ‖v_j‖, measured as the rows are read (NaN when a row holds NaN, +∞ for ±∞), so that a
     // caller can check the cache without reading it once more.
@@ -163,13 +168,17 @@ void softmax_gradient_rows_in_place(const Matrix& P, Matrix& G, Threads threads)
 float dot(const float* a, const float* b, std::size_t n);          // Σ a_k·b_k
 void axpy(float factor, const float* x, float* y, std::size_t n);  // y ← y + factor·x
 float exp_and_sum(std::span<float> x, float shift);                // x_k ← e^(x_k − shift); returns Σ x_k
-float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernel's)
+float exp2_and_sum(std::span<float> x, float shift);               // x_k ← 2^(x_k − shift) (the fused kernels')
+float exp2_bf16_and_sum(std::span<float> x, float shift);          // the same to bfloat16's grade (the bf16 mode's)
 float row_max(std::span<const float> x);                           // max_k x_k (−∞ for an empty row)
 float fma_chains(std::size_t steps);   // 12·steps FMAs of batch_width() lanes on registers only (bench/: the peak)
 float pair_chains(std::size_t steps);  // the same with vdpbf16ps (two products a lane); needs bf16_instructions()
 // max_i Σ_k x_ik² over `count` rows of n floats (row-major), each summed in float by dot (0 for none);
 // NaN as soon as a row gives NaN. The guards' check of every call (attention/guards.cpp).
 float largest_row_square(const float* rows, std::size_t count, std::size_t n);
+// The largest relative error of exp2_bf16_and_sum's 2^t where it is a normal float (simd/exp.hpp derives
+// it; tests/test_simd.cpp tries every float, and tests/test_bf16.cpp's bound counts it).
+inline constexpr double bf16_exp2_error = 8.7e-5;
 
 // Instruction sets (simd/dispatch.cpp). Every kernel above is compiled once per instruction set of
 // the target: "sse2", "avx2" (with FMA and F16C), "avx512" and "avx512bf16" (AVX-512 with vdpbf16ps) on x86-64, "neon" on AArch64, or one "native"

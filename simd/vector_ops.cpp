@@ -4,8 +4,9 @@
 //   for (k = 0; k + W ≤ n; k += W)  one batch of W floats at a time  (W = 8 with AVX2)
 //   for (; k < n; ++k)              the scalar tail, so every length works
 //
-// dot, axpy and row_max end with that scalar tail; exp_and_sum and exp2_and_sum instead pad their
-// tail to a full batch with −∞, so that every element goes through the same vector exponential.
+// dot, axpy and row_max end with that scalar tail; exp_and_sum, exp2_and_sum and exp2_bf16_and_sum
+// instead pad their tail to a full batch with −∞, so that every element goes through the same vector
+// exponential.
 //
 // The chain's steps do not call dot: the GEMM (gemm.cpp) computes a whole register tile of dot
 // products at once. It is here as the one-vector form of S_ij = q_i·k_j — the loop to read before
@@ -111,10 +112,11 @@ float scale_and_max(std::span<float> x, float scale) { return largest<true>(x.da
 
 namespace {
 
-// x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax, 2^ for the
-// fused kernel's scores, which carry log₂e (simd/exp.hpp). The exponential takes W lanes at once with a
-// polynomial, within 1.25 ulp (tests/test_simd.cpp). BM_softmax_rows measures the whole vectorised
-// softmax, of which this is most of the work, against the naive std::exp loop.
+// x_k ← exponential(x_k − shift), returning their sum: e^ for the materialised softmax; 2^, the
+// exponential of the fused kernels (simd/exp.hpp), for scores that carry log₂e, to a float's grade or
+// to bfloat16's. The exponential takes W lanes at once with a polynomial, within 1.25 ulp, or within
+// bf16_exp2_error relative (tests/test_simd.cpp tries every float). BM_softmax_rows measures the whole
+// vectorised softmax, of which this is most of the work, against the naive std::exp loop.
 template <Batch (*exponential)(Batch)>
 float exponentials_and_sum(std::span<float> x, float shift) {
     const Batch s(shift);
@@ -143,7 +145,13 @@ float exponentials_and_sum(std::span<float> x, float shift) {
 
 float exp_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp>(x, shift); }
 
-float exp2_and_sum(std::span<float> x, float shift) { return exponentials_and_sum<softmax_exp2>(x, shift); }
+float exp2_and_sum(std::span<float> x, float shift) {
+    return exponentials_and_sum<softmax_exp2<Grade::float32>>(x, shift);
+}
+
+float exp2_bf16_and_sum(std::span<float> x, float shift) {
+    return exponentials_and_sum<softmax_exp2<Grade::bfloat16>>(x, shift);
+}
 
 void rescale_factors(const float* max_so_far, float* tile_max, float* correction, std::size_t rows) {
     // Whole batches: the caller's arrays are padded to a multiple of W (simd/fused.cpp's Scratch).
@@ -152,8 +160,9 @@ void rescale_factors(const float* max_so_far, float* tile_max, float* correction
     for (std::size_t r = 0; r < rows; r += W) {
         const Batch m = Batch::load_aligned(max_so_far + r);
         const Batch new_max = xsimd::max(m, Batch::load_aligned(tile_max + r));
-        // 2^(m − m'), the scores being in log₂ units: 0 on a row's first visible tile; 1 while a row has seen nothing
-        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), softmax_exp2(m - new_max));
+        // e^(m − m'), in the scores' own units: 0 from m = −∞ (a row's first visible tile); 1 while a
+        // row has seen nothing; never NaN, however far apart two finite maxima lie (simd/exp.hpp)
+        const Batch factor = xsimd::select(new_max == Batch(neg_inf), Batch(1.0f), exp_of_difference(m, new_max));
         new_max.store_aligned(tile_max + r);
         factor.store_aligned(correction + r);
     }

@@ -181,7 +181,7 @@ namespace {
 //   + (1 + u)·η·(Σ|q_p| + Σ|k_p|) + d_k·η² ≤ (2u + u²)·‖q_i‖·‖k_j‖ + (1 + u)·η·√d_k·(‖q_i‖ + ‖k_j‖)
 //   + d_k·η², and the float sum of d_k products by d_k·ε of ‖q_i‖·‖k_j‖ and (d_k + 2)·η of flushes;
 //   times the scale, every score of row i moves by at most E_i (below, with K = max_j ‖k_j‖), and by
-//   2ε·max |term| more where terms are added (the term and its sum with the product, rounded);
+//   2ε·max_j |term_ij| more where terms are added (the term and its sum with the product, rounded);
 // - scores that each move by at most E move every softmax weight by a factor within e^(±2E);
 // - each weight is rounded (1 ± u) and so is each v_jc (1 ± u); the float sums of m terms, the
 //   tiles' rescalings and the division add (m + 64)·ε relatively at most;
@@ -202,12 +202,11 @@ std::pair<double, double> bf16_errors(const Matrix& Q, const Matrix& K, const Ma
                                           attn::simd::blocking(), terms ? &view : nullptr);
     const auto want = masked_reference::forward(Q, K, V, 1.0 / std::sqrt(double(d)), causal, terms).O;
     const double scale = 1.0 / std::sqrt(double(d)), longest_key = attn::max_row_norm(K);
-    double largest_term = 0.0;
-    if (terms && !terms->boolean)
-        for (const float t : terms->floats)
-            if (std::isfinite(t)) largest_term = std::max(largest_term, double(std::fabs(t)));
     double worst_ratio = 0.0, largest_error = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
+        double largest_term = 0.0;  // of row i
+        for (std::size_t j = 0; terms && j < m; ++j)
+            if (std::isfinite(terms->at(i, j))) largest_term = std::max(largest_term, std::fabs(terms->at(i, j)));
         const double q = attn::norm(Q.row(i));
         const double E = scale * ((2 * u + u * u + double(d) * eps) * q * longest_key +
                                   (1 + u) * eta * std::sqrt(double(d)) * (q + longest_key) + double(d) * eta * eta +
@@ -285,6 +284,56 @@ TEST_CASE("bf16 fused attention with score terms is within the same bound, on ev
     }
     attn::simd::set_isa(before);
     CHECK(largest_change > 1e-4);
+}
+
+TEST_CASE(
+    "bf16 fused attention with finite terms near ±FLT_MAX and rows of float32's lowest value gives naive's answer, "
+    "to bfloat16's rounding, on every instruction set",
+    "[bf16][terms]") {
+    // Rows whose terms decide everything: a row of float32's lowest value (naive: the mean of the
+    // values it sees), 2.4e38 on one key (that key's value), ±3e38 (the mean of the keys at +3e38), and
+    // a first tile at −3e38 before a key at +3e38. bfloat16 rounds each value by at most 2⁻⁸ of itself;
+    // the other rows are held to the bound above (its term for the terms is per row).
+    std::mt19937 rng(78);
+    const std::size_t tile = attn::simd::blocking().panel_kc, n = tile + 77;
+    const Matrix Q = random_matrix(n, 24, rng, -2, 2), K = random_matrix(n, 24, rng, -2, 2),
+                 V = random_matrix(n, 16, rng);
+    const float lowest = std::numeric_limits<float>::lowest();
+    auto terms = masked_reference::random_terms(n, n, false, masked_reference::Layout::full, 0.1, rng);
+    const auto set = [&](std::size_t i, std::size_t from, std::size_t to, float value) {
+        for (std::size_t j = from; j < to; ++j) terms.floats[i * n + j] = value;
+    };
+    set(7, 0, n, lowest);
+    set(tile + 3, 0, n, lowest);
+    set(tile + 4, tile + 1, tile + 2, 2.4e38f);
+    set(tile + 5, 0, n, -3e38f);
+    set(tile + 5, 2, 3, 3e38f);
+    set(tile + 5, tile, tile + 1, 3e38f);
+    set(tile + 6, 0, tile, -3e38f);
+    set(tile + 6, tile + 2, tile + 3, 3e38f);
+    const std::string before = attn::simd::isa();
+    for (const std::string& isa : attn::simd::supported_isas()) {
+        attn::simd::set_isa(isa);
+        for (const bool causal : {false, true}) {
+            INFO(isa << (causal ? ", causal" : ""));
+            bf16_errors(Q, K, V, causal, &terms);  // every row within its bound (the extreme ones' is loose)
+            const attn::ScoreMask mask{
+                attn::ScoreMask::Kind::additive, terms.floats.data(), 0, 0, std::ptrdiff_t(n), 1};
+            const Matrix got =
+                attn::scaled_dot_product_attention(
+                    Q, K, V,
+                    {.causal = causal, .mask = &mask, .backend = attn::Backend::fused, .dtype = attn::Dtype::bf16})
+                    .output;
+            const Matrix want = attn::scaled_dot_product_attention(Q, K, V, {.causal = causal, .mask = &mask}).output;
+            for (const std::size_t i : {std::size_t{7}, tile + 3, tile + 4, tile + 5, tile + 6})
+                for (std::size_t c = 0; c < V.cols(); ++c) {
+                    INFO("O[" << i << "][" << c << "] = " << got(i, c) << ", naive " << want(i, c));
+                    CHECK(std::isfinite(got(i, c)));
+                    CHECK(std::fabs(got(i, c) - want(i, c)) <= 0x1p-8 + 1e-6);  // u·max|v| (|v| ≤ 1), and the float sums
+                }
+        }
+    }
+    attn::simd::set_isa(before);
 }
 
 TEST_CASE("bf16 fused attention gives the same bits for 1 and 2 threads", "[bf16][parallel]") {

@@ -110,7 +110,7 @@ struct Decoded {
 Decoded decode(const Heads& Q, const attn::Cache& K, const attn::Cache& V, std::size_t positions, bool causal,
                std::size_t block, attn::simd::Threads threads, const attn::simd::ScoreTerms* row_terms = nullptr) {
     const std::size_t groups = Q.shape.heads, rows = Q.shape.rows;
-    Decoded out{Matrix(groups * rows, V.shape.cols), Matrix(groups * rows, 1)};
+    Decoded out{Matrix(groups * rows, V.shape.cols), Matrix(groups * rows, attn::simd::log_sum_exp_floats)};
     attn::simd::Blocking blocking = attn::simd::blocking();
     blocking.decode_keys = block;
     const DecodeProblem problem{.Q = Q.values.data(),

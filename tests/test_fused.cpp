@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -157,14 +158,14 @@ using masked_reference::Terms;
 // The fused forward (with its log-sum-exp) and backward, with or without terms.
 struct FusedRun {
     Matrix O;
-    std::vector<float> lse;
+    std::vector<float> lse;  // per row L and its remainder
     Matrix dQ, dK, dV;
 };
 
 FusedRun fused_with_terms(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO, float scale, bool causal,
                           const Terms* terms, attn::simd::Threads threads = attn::simd::Threads::all) {
     FusedRun r;
-    r.lse.resize(Q.rows());
+    r.lse.resize(Q.rows() * attn::simd::log_sum_exp_floats);
     const attn::simd::ScoreTerms view = terms ? terms->view() : attn::simd::ScoreTerms{};
     const attn::simd::ScoreTerms* given = terms ? &view : nullptr;
     attn::simd::fused_attention_into(Q, K, V, scale, causal, r.O, r.lse.data(), threads, attn::simd::blocking(), given);
@@ -191,13 +192,15 @@ void check_against_reference(const FusedRun& got, const Matrix& Q, const Matrix&
     const auto want = masked_reference::forward(Q, K, V, scale, causal, terms);
     check_close(got.O, want.O, 2e-5, 2e-5);
     for (std::size_t i = 0; i < Q.rows(); ++i) {
-        INFO("row " << i << ": log-sum-exp " << got.lse[i] << ", float64 " << want.lse[i]);
+        const double L = got.lse[2 * i], remainder = got.lse[2 * i + 1];
+        INFO("row " << i << ": log-sum-exp " << L << " + " << remainder << ", float64 " << want.lse[i]);
         if (want.lse[i] == masked_reference::minus_inf) {
-            REQUIRE(got.lse[i] == -INFINITY);
+            REQUIRE(L == -INFINITY);
+            REQUIRE(remainder == 0.0);
             for (std::size_t c = 0; c < got.O.cols(); ++c) REQUIRE(got.O(i, c) == 0.0f);
             for (std::size_t c = 0; c < got.dQ.cols(); ++c) REQUIRE(got.dQ(i, c) == 0.0f);
         } else {
-            REQUIRE(std::fabs(got.lse[i] - want.lse[i]) <= 2e-5 * (1 + std::fabs(want.lse[i])));
+            REQUIRE(std::fabs(L + remainder - want.lse[i]) <= 2e-5 * (1 + std::fabs(want.lse[i])));
         }
     }
     for (const Matrix* M : {&got.O, &got.dQ, &got.dK, &got.dV}) REQUIRE_FALSE(any_nan(*M));
@@ -262,7 +265,8 @@ TEST_CASE("rows no key may attend: output 0, log-sum-exp −∞, gradient 0, and
             none.mask_row(0, m);
             const FusedRun hidden = fused_with_terms(Q, K, V, dO, 0.25f, false, &none);
             CHECK(std::all_of(hidden.O.data(), hidden.O.data() + hidden.O.size(), [](float x) { return x == 0.0f; }));
-            CHECK(std::all_of(hidden.lse.begin(), hidden.lse.end(), [](float x) { return x == -INFINITY; }));
+            for (std::size_t i = 0; i < n; ++i)
+                CHECK((hidden.lse[2 * i] == -INFINITY && hidden.lse[2 * i + 1] == 0.0f));
             for (const Matrix* g : {&hidden.dQ, &hidden.dK, &hidden.dV})
                 CHECK(std::all_of(g->data(), g->data() + g->size(), [](float x) { return x == 0.0f; }));
             // causal with key 0 hidden: row 0 sees nothing; row 5 sees only key `last` (its terms, not the mask)
@@ -307,4 +311,107 @@ TEST_CASE("fused forward and backward with score terms give the same bits for 1 
             CHECK(same_bits(one.dV, two.dV));
         }
     attn::simd::set_max_threads(before);
+}
+
+namespace {
+
+constexpr float lowest = std::numeric_limits<float>::lowest();  // −3.4028235e38, torch.finfo(torch.float32).min
+
+// An additive mask for n = m keys over several tiles (`tile` keys each), ±2 at random, with rows
+// whose terms are finite but near the ends of the float range: a row of float32's lowest value
+// (the value many models mask with: naive gives the mean of the values it sees), 2.4e38 on one key
+// (naive: that key's value), ±3e38 (the mean of the keys at +3e38), a first tile at −3e38 before
+// a key at +3e38 (the running maximum jumps by 6e38), and rows whose first tiles are all lowest.
+Matrix extreme_terms(std::size_t n, std::size_t tile, std::mt19937& rng) {
+    Matrix M = random_matrix(n, n, rng, -2.0f, 2.0f);
+    const auto fill = [&](std::size_t i, std::size_t from, std::size_t to, float value) {
+        for (std::size_t j = from; j < to; ++j) M(i, j) = value;
+    };
+    fill(20, 0, n, lowest);
+    fill(2 * tile + 10, 0, n, lowest);
+    M(2 * tile + 11, 2 * tile + 3) = 2.4e38f;
+    fill(2 * tile + 12, 0, n, -3e38f);
+    M(2 * tile + 12, 3) = M(2 * tile + 12, tile + 5) = 3e38f;
+    fill(2 * tile + 13, 0, tile, -3e38f);
+    M(2 * tile + 13, 2 * tile + 1) = 3e38f;
+    fill(2 * tile + 14, 0, 2 * tile, lowest);
+    fill(100, 0, tile, -3e38f);  // causal: row 100 sees only these, so the mean of V's rows 0..100
+    M(100, tile + 20) = 2.4e38f;
+    return M;
+}
+
+attn::AttentionPass run_pass(const Matrix& Q, const Matrix& K, const Matrix& V, const Matrix& dO,
+                             const attn::ScoreMask& mask, bool causal, Backend backend) {
+    return attn::attention_forward_backward(Q, K, V, dO, {.causal = causal, .mask = &mask, .backend = backend});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "finite terms near ±FLT_MAX and rows of float32's lowest value: every backend gives naive's output and "
+    "gradients, causal or not, full, per-key and per-query masks",
+    "[fused][terms]") {
+    std::mt19937 rng(34);
+    const std::size_t tile = attn::simd::blocking().panel_kc, n = 2 * tile + 37;
+    const Matrix Q = random_matrix(n, 16, rng), K = random_matrix(n, 16, rng), V = random_matrix(n, 8, rng),
+                 dO = random_matrix(n, 8, rng);
+    const Matrix full = extreme_terms(n, tile, rng);
+    Matrix one_row = random_matrix(1, n, rng, -2.0f, 2.0f);  // a padding mask: every query, the same terms
+    std::fill(one_row.row(0).begin() + std::ptrdiff_t(n - 50), one_row.row(0).end(), lowest);
+    one_row(0, 5) = 2.4e38f;
+    Matrix one_column = random_matrix(n, 1, rng, -2.0f, 2.0f);  // a term per query, the same for every key
+    one_column(7, 0) = lowest;
+    one_column(8, 0) = 3e38f;
+    one_column(9, 0) = -3e38f;
+    using Kind = attn::ScoreMask::Kind;
+    const attn::ScoreMask masks[] = {{Kind::additive, full.data(), 0, 0, std::ptrdiff_t(n), 1},
+                                     {Kind::additive, one_row.data(), 0, 0, 0, 1},
+                                     {Kind::additive, one_column.data(), 0, 0, 1, 0}};
+    for (const bool causal : {false, true})
+        for (std::size_t k = 0; k < std::size(masks); ++k) {
+            const attn::AttentionPass want = run_pass(Q, K, V, dO, masks[k], causal, Backend::naive);
+            if (k == 0 && !causal) {  // what naive gives, as PyTorch does
+                for (std::size_t c = 0; c < V.cols(); ++c) {
+                    double mean = 0.0;
+                    for (std::size_t j = 0; j < n; ++j) mean += V(j, c) / double(n);
+                    CHECK(want.result.output(20, c) == Approx(mean).margin(1e-6));
+                    CHECK(want.result.output(2 * tile + 11, c) == V(2 * tile + 3, c));
+                    CHECK(want.result.output(2 * tile + 12, c) == Approx((V(3, c) + V(tile + 5, c)) / 2).margin(1e-6));
+                }
+            }
+            for (const Backend b : {Backend::simd, Backend::parallel, Backend::fused}) {
+                INFO(attn::to_string(b) << (causal ? ", causal" : "") << ", mask " << k);
+                const attn::AttentionPass got = run_pass(Q, K, V, dO, masks[k], causal, b);
+                check_close(got.result.output, want.result.output, 1e-6, 1e-5);
+                check_close(got.gradients.dQ, want.gradients.dQ, 1e-5, 1e-4);
+                check_close(got.gradients.dK, want.gradients.dK, 1e-5, 1e-4);
+                check_close(got.gradients.dV, want.gradients.dV, 1e-5, 1e-4);
+            }
+        }
+}
+
+TEST_CASE("boolean masks over several tiles: every backend gives naive's output and gradients, causal or not",
+          "[fused][terms]") {
+    // A row that sees one key, a row that sees none, a key nobody sees, and a mask at random.
+    std::mt19937 rng(35);
+    const std::size_t tile = attn::simd::blocking().panel_kc, n = 2 * tile + 41;
+    const Matrix Q = random_matrix(n, 16, rng), K = random_matrix(n, 16, rng), V = random_matrix(n, 8, rng),
+                 dO = random_matrix(n, 8, rng);
+    std::vector<unsigned char> keep(n * n);
+    for (auto& flag : keep) flag = rng() % 4 != 0;
+    for (std::size_t j = 0; j < n; ++j) keep[4 * n + j] = j == 2;      // row 4 sees key 2 alone
+    for (std::size_t j = 0; j < n; ++j) keep[(tile + 6) * n + j] = 0;  // row tile + 6 sees nothing
+    for (std::size_t i = 0; i < n; ++i) keep[i * n + tile + 1] = 0;    // nobody sees key tile + 1
+    const attn::ScoreMask mask{attn::ScoreMask::Kind::boolean, keep.data(), 0, 0, std::ptrdiff_t(n), 1};
+    for (const bool causal : {false, true}) {
+        const attn::AttentionPass want = run_pass(Q, K, V, dO, mask, causal, Backend::naive);
+        for (const Backend b : {Backend::simd, Backend::parallel, Backend::fused}) {
+            INFO(attn::to_string(b) << (causal ? ", causal" : ""));
+            const attn::AttentionPass got = run_pass(Q, K, V, dO, mask, causal, b);
+            check_close(got.result.output, want.result.output, 1e-6, 1e-5);
+            check_close(got.gradients.dQ, want.gradients.dQ, 1e-5, 1e-4);
+            check_close(got.gradients.dK, want.gradients.dK, 1e-5, 1e-4);
+            check_close(got.gradients.dV, want.gradients.dV, 1e-5, 1e-4);
+        }
+    }
 }
