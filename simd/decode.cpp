@@ -21,14 +21,18 @@
 // It is the lesson's online softmax once more, with the blocks side by side instead of one after
 // another. The merge adds the blocks in their order, whichever thread computed them, so the result
 // is the same bits for any number of threads (only the rounding differs from one pass: float sums
-// in another order). As in simd/fused.cpp the scores carry the factor log₂e (s·log₂e, multiplied in
-// with the scale), so every e^ above is a 2^ (simd/exp.hpp), and m is in the same units.
+// in another order). The scores stay in natural units, s = scale·q·k + term, the float naive adds up,
+// and the exponentials take e^(s − m) (exp_and_sum): multiplying each score by log₂e first, to use
+// the cheaper 2^ of simd/exp.hpp, would overflow a finite term past FLT_MAX/log₂e (2.4e38 becomes
+// +∞, a row of float32's lowest value −∞), where naive's answer is finite. e^ takes four vector
+// operations a batch more than 2^: a few a key, beside the 2·E cached numbers each key brings
+// (BM_decode).
 //
 // Causal (top-left, as the rest of the library): row r of a group is position i = r mod L of its
 // head and sees keys 0..i; a key it may not see gets the score −∞ (weight 0). A block no row of the
 // group may see is skipped (m_b = −∞, ℓ_b = 0). Terms (a mask): each query row has its own pointer
-// into the caller's mask (simd.hpp's DecodeProblem), added times log₂e after the product is rounded,
-// as simd/fused.cpp adds them. A row whose every score is −∞ ends with ℓ = 0: output 0, L = −∞.
+// into the caller's mask (simd.hpp's DecodeProblem), added after the product is rounded, as naive
+// adds them. A row whose every score is −∞ ends with ℓ = 0: output 0, L = −∞.
 //
 // The cache's type. A float cache is read in place. A 16-bit one is converted in registers as it
 // is read, never stored as floats: 2·W numbers are loaded as W 32-bit lanes, each lane holding an
@@ -86,7 +90,6 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-constexpr float log2e = 1.44269504f;
 constexpr std::size_t prefetch_rows = W;  // how far ahead largest_square asks for rows: one tile
 
 template <Storage type>
@@ -377,7 +380,7 @@ void in_passes(std::size_t rows, Pass&& pass) {
     }
 }
 
-// [decode scores] s_rj = scale·log₂e·q_r·k_j (+ log₂e·term) for the unit's keys, every row of the
+// [decode scores] s_rj = scale·q_r·k_j (+ term) for the unit's keys, every row of the
 // group against each tile of keys as it is read; −∞ where the row may not look (causal). W keys at a
 // time: their norms first (which brings them into L1), then their tiles.
 template <Storage type>
@@ -393,28 +396,27 @@ void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch
         });
     }
     u.norms[0] = largest;
-    const float factor = p.scale * log2e;
     for (std::size_t r = 0; r < p.rows; ++r) {
         float* row = s.scores.data() + r * u.count;
         const std::size_t visible = visible_keys(p, u, r);
-        for (std::size_t jj = 0; jj < visible; ++jj) row[jj] *= factor;
+        for (std::size_t jj = 0; jj < visible; ++jj) row[jj] *= p.scale;
         std::fill(row + visible, row + u.count, neg_inf);
     }
     if (!p.row_terms) return;
     for (std::size_t r = 0; r < p.rows; ++r) {
         const ScoreTerms& terms = p.row_terms[u.g * p.rows + r];
         add_terms(s.scores.data() + r * u.count, visible_keys(p, u, r), terms,
-                  static_cast<std::ptrdiff_t>(u.j0) * terms.col_stride, terms.col_stride, log2e);
+                  static_cast<std::ptrdiff_t>(u.j0) * terms.col_stride, terms.col_stride, 1.0f);
     }
 }
 
-// [decode softmax] The block's m_b and ℓ_b per row; its scores become the weights 2^(s − m_b).
+// [decode softmax] The block's m_b and ℓ_b per row; its scores become the weights e^(s − m_b).
 void block_softmax(const DecodeProblem& p, const Unit& u, Scratch& s) {
     float *m = u.partial, *l = u.partial + p.rows;
     for (std::size_t r = 0; r < p.rows; ++r) {
         const std::span<float> row(s.scores.data() + r * u.count, u.count);
         m[r] = row_max(row);
-        l[r] = m[r] == neg_inf ? 0.0f : exp2_and_sum(row, m[r]);  // a row that sees nothing: ℓ_b = 0
+        l[r] = m[r] == neg_inf ? 0.0f : exp_and_sum(row, m[r]);  // a row that sees nothing: ℓ_b = 0
         if (m[r] == neg_inf) std::fill(row.begin(), row.end(), 0.0f);
     }
 }
@@ -449,7 +451,7 @@ void value_tile(const float* weights, std::size_t weight_stride, const void* fir
                 o[r * d + k] = std::fma(weights[r * weight_stride + t], element_at<type>(row(t), k), o[r * d + k]);
 }
 
-// [decode values] o_b = Σ_j 2^(s_j − m_b)·v_j per row, each value row read once for the group, W
+// [decode values] o_b = Σ_j e^(s_j − m_b)·v_j per row, each value row read once for the group, W
 // rows a tile: their norms first (which brings them into L1), then the tile (a masked key's weight
 // is 0 and adds exactly nothing: the values are finite, or refused after).
 template <Storage type>
@@ -496,7 +498,7 @@ void attend_block(const DecodeProblem& p, const Unit& u, Scratch& s) {
 }
 
 // [decode merge] Row r of group g from its blocks' (m_b, ℓ_b, o_b), in block order:
-// m = max_b m_b, ℓ = Σ_b ℓ_b·2^(m_b − m), o = Σ_b o_b·2^(m_b − m), then O = o / ℓ and L = ln(ℓ·2^m).
+// m = max_b m_b, ℓ = Σ_b ℓ_b·e^(m_b − m), o = Σ_b o_b·e^(m_b − m), then O = o / ℓ and L = m + ln ℓ.
 template <Storage type>
 void merge_row(const DecodeProblem& p, const float* partials, std::size_t blocks, std::size_t unit_floats,
                std::size_t g, std::size_t r, float* sum) {
@@ -510,16 +512,15 @@ void merge_row(const DecodeProblem& p, const float* partials, std::size_t blocks
     if (m != neg_inf)
         for (std::size_t b = 0; b < blocks; ++b) {
             const float m_b = block(b)[r], l_b = block(b)[p.rows + r];
-            if (l_b == 0.0f) continue;  // a block this row saw nothing of
-            const float factor = std::exp2(m_b - m);
+            if (l_b == 0.0f) continue;               // a block this row saw nothing of
+            const float factor = std::exp(m_b - m);  // 0 where m_b − m overflows to −∞
             l += l_b * factor;
             axpy(factor, block(b) + 2 * p.rows + r * p.d_v, o, p.d_v);
         }
     const float inverse = l > 0.0f ? 1.0f / l : 0.0f;  // a row that saw nothing (ℓ = 0) stays 0
     for (std::size_t k = 0; k < p.d_v; ++k) out[k] = o[pair_position<type>(k, p.d_v)] * inverse;
-    // L = ln(ℓ·2^m) = m·ln 2 + ln ℓ, back in natural units (m is in log₂ units), and its remainder
-    if (p.log_sum_exp) {
-        const LogSumExp L = log_sum_exp(m * 0.693147181f, l);
+    if (p.log_sum_exp) {  // L = m + ln ℓ, and what its float leaves out (simd/score_terms.hpp)
+        const LogSumExp L = log_sum_exp(m, l);
         p.log_sum_exp[(g * p.rows + r) * log_sum_exp_floats] = L.L;
         p.log_sum_exp[(g * p.rows + r) * log_sum_exp_floats + 1] = L.remainder;
     }

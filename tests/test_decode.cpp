@@ -15,7 +15,9 @@
 
 #include "attention/heads.hpp"
 #include "check_close.hpp"
+#include "matrix/bfloat16.hpp"
 #include "matrix/float16.hpp"
+#include "matrix/norms.hpp"
 #include "matrix/random.hpp"
 #include "simd/simd.hpp"
 #include "thread_counts.hpp"
@@ -105,12 +107,14 @@ bool same_bits(const Matrix& a, const Matrix& b) {
 // (1, groups, S, ·) in the cache's type. Returns O (groups·rows × E_v) and, when asked, L.
 struct Decoded {
     Matrix O, log_sum_exp;
+    std::vector<double> largest_norms;  // per group, max ‖k_j‖ and max ‖v_j‖ as the kernel measured them
 };
 
 Decoded decode(const Heads& Q, const attn::Cache& K, const attn::Cache& V, std::size_t positions, bool causal,
                std::size_t block, attn::simd::Threads threads, const attn::simd::ScoreTerms* row_terms = nullptr) {
     const std::size_t groups = Q.shape.heads, rows = Q.shape.rows;
-    Decoded out{Matrix(groups * rows, V.shape.cols), Matrix(groups * rows, attn::simd::log_sum_exp_floats)};
+    Decoded out{Matrix(groups * rows, V.shape.cols), Matrix(groups * rows, attn::simd::log_sum_exp_floats),
+                std::vector<double>(2 * groups)};
     attn::simd::Blocking blocking = attn::simd::blocking();
     blocking.decode_keys = block;
     const DecodeProblem problem{.Q = Q.values.data(),
@@ -127,7 +131,8 @@ Decoded decode(const Heads& Q, const attn::Cache& K, const attn::Cache& V, std::
                                 .causal = causal,
                                 .row_terms = row_terms,
                                 .O = out.O.data(),
-                                .log_sum_exp = out.log_sum_exp.data()};
+                                .log_sum_exp = out.log_sum_exp.data(),
+                                .largest_norms = out.largest_norms.data()};
     attn::simd::decode_attention_into(problem, threads, blocking);
     return out;
 }
@@ -302,6 +307,47 @@ TEST_CASE("the decode kernel's blocks merged equal one pass over the keys, for a
             }
 }
 
+TEST_CASE("the decode kernel measures the largest row norms of the cache it reads, every row once", "[decode][norms]") {
+    // The caller checks the cache with these norms (NaN and ±∞ refused, the float range bounded), so
+    // every row counts: the first, those at tile and block edges, the last, the rows of blocks no
+    // query may see (causal), the tails after the last full step, and squares past the float range.
+    std::mt19937 rng(573);
+    const std::size_t S = 300, groups = 2;
+    const float big_value = 1e20f;  // squared: past FLT_MAX, measured in double
+    for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+        for (const std::size_t E : {8, 37, 128})
+            for (const std::size_t rows : {1, 4, 5})
+                for (const std::size_t row : {0, 15, 16, 96, 97, 299}) {
+                    const bool causal = row % 2 == 1;
+                    INFO(attn::to_string(type)
+                         << ", E = " << E << ", " << rows << " rows, row " << row << (causal ? ", causal" : ""));
+                    const Heads Q = random_heads({1, groups, rows, E}, rng);
+                    Heads K = random_heads({1, groups, S, E}, rng), V = random_heads({1, groups, S, E}, rng);
+                    const float big = type == KvDtype::f16 ? 6e4f : big_value;
+                    K.values(S + row, E - 1) = big;  // group 1
+                    V.values(row, E / 2) = -big;     // group 0
+                    const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                    const Heads Kw = values_of(Kc), Vw = values_of(Vc);
+                    const Decoded got = decode(Q, Kc, Vc, 1, causal, 97, attn::simd::Threads::one);
+                    for (std::size_t g = 0; g < groups; ++g) {
+                        const Matrix k = Kw.view().head(0, g), v = Vw.view().head(0, g);
+                        CHECK(got.largest_norms[2 * g] == Approx(attn::max_row_norm(k)).epsilon(1e-5));
+                        CHECK(got.largest_norms[2 * g + 1] == Approx(attn::max_row_norm(v)).epsilon(1e-5));
+                    }
+                    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+                        attn::Cache Kb = Kc, Vb = Vc;
+                        if (type == KvDtype::f32) Kb.floats[S * E + row * E + 1] = Vb.floats[row * E + E - 1] = bad;
+                        else
+                            Kb.halves[S * E + row * E + 1] = Vb.halves[row * E + E - 1] =
+                                type == KvDtype::bf16 ? attn::bfloat16_bits(bad) : attn::float16_bits(bad);
+                        const Decoded with_bad = decode(Q, Kb, Vb, 1, causal, 97, attn::simd::Threads::one);
+                        CHECK(!std::isfinite(with_bad.largest_norms[2]));  // group 1's keys
+                        CHECK(!std::isfinite(with_bad.largest_norms[1]));  // group 0's values
+                        CHECK(std::isfinite(with_bad.largest_norms[0]));
+                    }
+                }
+}
+
 TEST_CASE("the decode kernel gives the same bits for 1 and 2 threads and for heads at once or one at a time",
           "[decode][parallel]") {
     std::mt19937 rng(565);
@@ -412,6 +458,72 @@ TEST_CASE("masks on decoded heads: boolean with rows no key may attend, additive
                         FAIL_CHECK("row " << row << ": L = " << l << ", want " << w);
                 }
             }
+}
+
+TEST_CASE(
+    "finite mask terms near float32's largest, rows of its lowest, and scores near the float range give "
+    "naive's answer on every cache type",
+    "[decode][mask][extreme]") {
+    // Naive adds s_j = scale·q·k_j + term_j in float and exponentiates s_j − max: every finite term is
+    // allowed (2.4e38 included), and a row of float32's lowest value (PyTorch's finfo.min, a common
+    // "masked") is finite too: its scores are all equal, and the output is the mean of the values.
+    std::mt19937 rng(572);
+    const std::size_t H = 4, H_kv = 2, S = 2600, E = 24;  // S: three blocks of 1024 keys, merged
+    const float lowest = std::numeric_limits<float>::lowest(), big = 2.4e38f,
+                inf = std::numeric_limits<float>::infinity();
+    for (const std::size_t L : {1, 2}) {
+        // Each query row a different edge of the additive mask (row = h·L + i).
+        std::vector<float> bias(H * L * S);
+        for (std::size_t row = 0; row < H * L; ++row) {
+            float* t = bias.data() + row * S;
+            for (std::size_t j = 0; j < S; ++j) t[j] = float(rng() % 1000) / 250.0f - 2.0f;
+            switch (row % 8) {
+                case 0: std::fill(t, t + S, lowest); break;  // the mean of every value
+                case 1: t[1500] = big; break;                // that key alone, whatever else
+                case 2: t[10] = t[2500] = big; break;        // two equal scores in different blocks: their mean
+                case 3:  // lowest, and −∞ at every third key: the mean of the rest
+                    for (std::size_t j = 0; j < S; ++j) t[j] = j % 3 == 0 ? -inf : lowest;
+                    break;
+                case 4:  // lowest everywhere but one key at 0 (in the last block)
+                    std::fill(t, t + S, lowest);
+                    t[2100] = 0.0f;
+                    break;
+                case 5:  // −∞ everywhere but one key at lowest
+                    std::fill(t, t + S, -inf);
+                    t[700] = lowest;
+                    break;
+                case 6: t[0] = big, t[1] = -big; break;  // the first key (the causal rows see it)
+                default: t[S - 1] = lowest; break;       // one term at lowest among ordinary ones
+            }
+        }
+        const std::ptrdiff_t hs = std::ptrdiff_t(L * S), rs = std::ptrdiff_t(S);
+        const ScoreMask additive{ScoreMask::Kind::additive, bias.data(), 0, hs, rs, 1};
+        // Scores near the float range, the most the checks allow (‖q‖·‖k‖ ≤ FLT_MAX/2, scale 1), under a
+        // boolean mask: the largest visible score takes the weight.
+        std::vector<unsigned char> keep(H * L * S);
+        for (auto& flag : keep) flag = rng() % 3 != 0;
+        const ScoreMask boolean{ScoreMask::Kind::boolean, keep.data(), 0, hs, rs, 1};
+        const Heads Q = random_heads({1, H, L, E}, rng, 2.0f), K = random_heads({1, H_kv, S, E}, rng),
+                    V = random_heads({1, H_kv, S, E}, rng);
+        Heads Q_big = Q;
+        for (std::size_t k = 0; k < Q_big.values.size(); ++k)
+            Q_big.values.data()[k] *= 5e36f;  // ‖q‖·‖k‖ up to about 1.2e38
+        for (const KvDtype type : {KvDtype::f32, KvDtype::bf16, KvDtype::f16})
+            for (const bool causal : {false, true})
+                for (const ScoreMask* mask : {&additive, &boolean}) {
+                    INFO(attn::to_string(type) << ", L = " << L << (causal ? ", causal" : "")
+                                               << (mask == &additive ? ", additive" : ", boolean, scores near 1e38"));
+                    const Heads& q = mask == &additive ? Q : Q_big;
+                    const attn::Cache Kc = attn::to_cache(K.view(), type), Vc = attn::to_cache(V.view(), type);
+                    attn::AttentionOptions options{.causal = causal, .mask = mask, .backend = Backend::fused};
+                    if (mask == &boolean) options.explicit_scale = 1.0f;
+                    const auto got = attn::scaled_dot_product_attention(q.view(), Kc.view(), Vc.view(), options);
+                    options.backend = Backend::naive;
+                    const Heads Kw = values_of(Kc), Vw = values_of(Vc);
+                    const auto want = attn::scaled_dot_product_attention(q.view(), Kw.view(), Vw.view(), options);
+                    check_close(got.output.values, want.output.values, 1e-6, 1e-5);
+                }
+    }
 }
 
 TEST_CASE("a float cache decoded keeps the log-sum-exp the fused backward needs", "[decode][backward]") {
