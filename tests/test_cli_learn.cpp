@@ -225,7 +225,7 @@ TEST_CASE("exercise 3's verdicts follow every run, and say so when the runs do n
                 else {
                     REQUIRE(waited != std::string::npos);
                     const std::size_t number = rest.find_first_of("0123456789", waited + (zh ? 10 : 0));
-                    CHECK(std::stod(rest.substr(number)) > 50);
+                    CHECK(std::stod(rest.substr(number)) >= 50);  // more than half, printed to a whole percent
                 }
                 continue;
             }
