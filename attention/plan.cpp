@@ -45,7 +45,8 @@ void forward_buffers(const Call& c, const Shapes& s, bool decodes, std::vector<B
             stack("S/α", s.of(s.heads, s.L, s.S),
                   " of steps 3–5 on the " + to_string(o.backend) + " backend; --backend fused never stores S"));
     else if (o.keep_for_backward || c.task == Task::forward_backward)
-        plan.push_back(stack("the log-sum-exp L", s.of(s.heads, s.L, simd::log_sum_exp_floats), " kept for the backward"));
+        plan.push_back(
+            stack("the log-sum-exp L", s.of(s.heads, s.L, simd::log_sum_exp_floats), " kept for the backward"));
     if (decodes)
         return add(plan, backends::decode_scratch_buffers(s.kv_count(), s.group * s.L, s.S, s.E, s.E_v, s.cache));
     const Schedule schedule = schedule_of(s.count(), o.backend);
