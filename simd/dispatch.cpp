@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -39,7 +41,10 @@ namespace attn::simd {
 namespace {
 
 #define ATTN_TABLE_ADDRESS(isa) &isa::kernels,
-const std::vector<const Kernels*> compiled = {ATTN_FOR_EACH_ISA(ATTN_TABLE_ADDRESS)};  // baseline first
+// Baseline first. Constant-initialised, so that benchmarks and tests registered by other files'
+// static initialisers find the list filled; the trailing nullptr lets a build with no sets list none.
+constexpr const Kernels* compiled_or_null[] = {ATTN_FOR_EACH_ISA(ATTN_TABLE_ADDRESS) nullptr};
+constexpr std::span<const Kernels* const> compiled{compiled_or_null, std::size(compiled_or_null) - 1};
 #undef ATTN_TABLE_ADDRESS
 
 // What a build without the kernels reports of itself; its functions are never called.
