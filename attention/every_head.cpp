@@ -66,16 +66,19 @@ void run_units(std::size_t count, const Schedule& schedule, Body&& body) {
         if (error) std::rethrow_exception(error);
 }
 
-// The options of head (b, h)'s chain: its slice of the mask; when heads run at once (`alone`), its
-// kernels on its own thread (the parallel backend's kernels are the simd backend's, rows split).
+// The options of head (b, h)'s chain: its slice of the mask, and the known norms of its key/value
+// head (`unit`, b·H_kv + h / G); when heads run at once (`alone`), its kernels on its own thread (the
+// parallel backend's kernels are the simd backend's, rows split).
 struct HeadOptions {
     AttentionOptions options;
     ScoreMask mask;
-    HeadOptions(const AttentionOptions& run, std::size_t b, std::size_t h, bool alone = false) : options(run) {
+    HeadOptions(const AttentionOptions& run, std::size_t b, std::size_t h, std::size_t unit, bool alone)
+        : options(run) {
         if (run.mask) {
             mask = run.mask->for_head(b, h);
             options.mask = &mask;
         }
+        if (run.kv_norms) options.kv_norms = run.kv_norms + 2 * unit;
         options.threads = alone ? 1 : 0;
         if (alone && options.backend == Backend::parallel) options.backend = Backend::simd;
     }
@@ -110,7 +113,7 @@ void forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsView& V, c
     const Schedule schedule = schedule_of(s.count(), run.backend);
     run_units(s.count(), schedule, [&](std::size_t i) {  // every head is this head
         const std::size_t b = i / s.heads, h = i % s.heads;
-        const HeadOptions head(run, b, h, schedule.units_at_once);
+        const HeadOptions head(run, b, h, b * s.kv_heads + h / s.group, schedule.units_at_once);
         AttentionResult out;  // its matrices are head i of the stacks, written in place
         out.output = window(r.output, i, s.L);
         if (materialised(run.backend)) out.weights = window(r.weights, i, s.L);
@@ -154,9 +157,9 @@ GroupChecks check_queries(const HeadsView& Q, const Shapes& s, const AttentionOp
 }
 
 // … and after it, the cache: the norms of its keys and values, which the kernel measured as it read
-// them (a cache is read once), against the same bounds. A refused call returns nothing it computed.
-void check_cache(const GroupChecks& checks, const std::vector<double>& cache, const Shapes& s,
-                 const AttentionOptions& run) {
+// them (a cache is read once), or those the call was given (run.kv_norms, a KvCache's), against the
+// same bounds. A refused call returns nothing it computed.
+void check_cache(const GroupChecks& checks, const double* cache, const Shapes& s, const AttentionOptions& run) {
     for (std::size_t unit = 0; unit < s.kv_count(); ++unit)
         guards::check_row_norms({checks.queries[unit], cache[2 * unit], cache[2 * unit + 1]}, s.L, s.S, s.E, s.E_v,
                                 checks.scores[unit], run.names);
@@ -199,9 +202,9 @@ void decode_groups(const HeadsView& Q, const CacheView& K, const CacheView& V, c
                                       .row_terms = terms.empty() ? nullptr : terms.data(),
                                       .O = r.output.values.data(),
                                       .log_sum_exp = keeps_log_sum_exp(run) ? r.log_sum_exp.values.data() : nullptr,
-                                      .largest_norms = cache.data()};
+                                      .largest_norms = run.kv_norms ? nullptr : cache.data()};
     simd::decode_attention_into(problem, run.threads == 1 ? simd::Threads::one : simd::Threads::all);
-    check_cache(checks, cache, s, run);
+    check_cache(checks, run.kv_norms ? run.kv_norms : cache.data(), s, run);
 }
 
 // ---- the backward, one key/value head and its group at a time ------------------------------------
@@ -235,7 +238,7 @@ void backward_group(const BackwardCall& c, std::size_t unit, Results& r) {
     Matrix dK_sum, dV_sum;
     for (std::size_t member = 0; member < c.s.group; ++member) {
         const std::size_t h = kv * c.s.group + member, i = b * c.s.heads + h;
-        const HeadOptions head(c.run, b, h, c.schedule.units_at_once);
+        const HeadOptions head(c.run, b, h, unit, c.schedule.units_at_once);
         out.dQ = window(r.dQ, i, c.s.L);
         const Matrix Q_h = c.Q.head(b, h), K_h = c.K.head(b, kv), V_h = c.V.head(b, kv), dO_h = c.dO.head(b, h);
         guards::check_backward_values(Q_h, K_h, V_h, dO_h, head.options);  // on the thread about to read them

@@ -146,7 +146,10 @@ void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, c
     const std::string who = "scaled_dot_product_attention";
     const ScaleAndTerms scores = scale_and_terms(who, options, options.mask, Q.rows(), K.rows(), Q.cols());
     const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
-    const std::vector<double> norms = largest_row_norms({&Q, &K, &V}, options.backend, flops);
+    // K's and V's norms as the call was given them (kept as a cache's rows arrived), else measured
+    const std::vector<double> norms = options.kv_norms ? std::vector{largest_row_norms({&Q}, options.backend, flops)[0],
+                                                                     options.kv_norms[0], options.kv_norms[1]}
+                                                       : largest_row_norms({&Q, &K, &V}, options.backend, flops);
     check_row_norms({norms[0], norms[1], norms[2]}, Q.rows(), K.rows(), Q.cols(), V.cols(), scores, options.names);
     if (options.dtype == Dtype::bf16) {  // V's entries are under half the largest float32 already (step 6's check)
         check_bfloat16_range(who, options.names.Q, Q, norms[0]);

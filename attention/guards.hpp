@@ -19,6 +19,7 @@ struct ScaleAndTerms {
 // For one head: no NaN or ±inf in Q, K, V; the scores as the kernels add them up (scaled, the mask's
 // terms with them) and step 6 provably within float32 (std::overflow_error naming the step); for
 // dtype bf16, no entry of Q or K that rounds to ±∞ in bfloat16; an additive mask's terms finite or −∞.
+// K's and V's largest row norms are options.kv_norms when given (a KvCache's), else measured here.
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options);
 // The largest row norms of Q, K and V (NaN or ±inf when a matrix holds one), however they were
 // measured: check_attention_values measures them; the decode path (attention/heads.cpp) has its

@@ -81,6 +81,12 @@ struct AttentionOptions {
     // Keep what the backward needs (attention/attention.hpp). The materialised backends keep α
     // anyway; the fused one then also keeps each row's log-sum-exp, 2·n floats.
     bool keep_for_backward = false;
+    // The largest row norms of the keys and values, known already (a KvCache keeps them as its rows
+    // arrive): max‖k_j‖ and max‖v_j‖ of each key/value head, a pair per (batch, key/value head) in
+    // order (one pair for one head). Given, the values step checks these and does not measure K and V
+    // again (attention/guards.cpp); whoever gives them vouches that they are those of the K and V read.
+    // nullptr: measured, every call.
+    const double* kv_norms = nullptr;
 };
 
 // The threads of every core this process may use, counted as OpenMP counts them before any library
