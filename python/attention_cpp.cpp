@@ -21,6 +21,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/backends.hpp"
+#include "attention/kv_cache.hpp"
 #include "attention/run.hpp"
 #include "lesson/json.hpp"
 #include "lesson/walk.hpp"
@@ -158,7 +159,7 @@ py::dict call(const std::string& task, const std::string& who, const py::dict& o
               const attn::SingleHeadAttention* layer, const std::string& backend, const std::string& scale,
               std::optional<float> explicit_scale, bool causal, const std::string& dtype,
               const std::optional<std::string>& kv_dtype, std::optional<int> threads,
-              std::optional<std::uint64_t> max_memory) {
+              std::optional<std::uint64_t> max_memory, const attn::KvCache* cache) {
     attn::Call c;
     const std::pair<const char*, attn::Task> tasks[] = {{"forward", attn::Task::forward},
                                                         {"forward_backward", attn::Task::forward_backward},
@@ -186,7 +187,8 @@ py::dict call(const std::string& task, const std::string& who, const py::dict& o
     attn::Results r;
     {
         const py::gil_scoped_release unlocked;  // the arrays stay alive: `arrays` holds them
-        attn::run(c, r);
+        if (cache) cache->run(c, r);            // its keys and values are the tokens it holds
+        else attn::run(c, r);
     }
     return py::dict("output"_a = to_numpy(r.output), "weights"_a = to_numpy(r.weights), "Q"_a = to_numpy(r.Q),
                     "K"_a = to_numpy(r.K), "V"_a = to_numpy(r.V), "dQ"_a = to_numpy(r.dQ), "dK"_a = to_numpy(r.dK),
@@ -233,12 +235,27 @@ PYBIND11_MODULE(_attention_cpp, m) {
     });
     m.doc() = "The library's one call, for python/attention_cpp.py: import attention_cpp instead.";
     m.def("call", &call, "task"_a, "who"_a, "operands"_a, "names"_a, "layer"_a, "backend"_a, "scale"_a,
-          "explicit_scale"_a, "causal"_a, "dtype"_a, "kv_dtype"_a, "threads"_a, "max_memory"_a);
+          "explicit_scale"_a, "causal"_a, "dtype"_a, "kv_dtype"_a, "threads"_a, "max_memory"_a, "cache"_a);
     py::class_<attn::SingleHeadAttention>(m, "Layer").def(py::init([](py::object W_Q, py::object W_K, py::object W_V) {
         const std::string who = "SingleHeadAttention";
         const Array q = array_of(W_Q, who, "W_Q"), k = array_of(W_K, who, "W_K"), v = array_of(W_V, who, "W_V");
         return attn::SingleHeadAttention(attn::to_matrix(q.view), attn::to_matrix(k.view), attn::to_matrix(v.view));
     }));
+    py::class_<attn::KvCache>(m, "KvCache")
+        .def(py::init([](std::size_t batch, std::size_t kv_heads, std::size_t capacity, std::size_t E, std::size_t E_v,
+                         const std::string& dtype) {
+            return attn::KvCache(batch, kv_heads, capacity, E, E_v, attn::kv_dtype_from_string(dtype, "dtype"));
+        }))
+        .def("append",
+             [](attn::KvCache& cache, py::object k, py::object v) {
+                 const Array keys = array_of(k, "KvCache.append", "k"), values = array_of(v, "KvCache.append", "v");
+                 cache.append(keys.view, values.view, "k", "v");
+             })
+        .def_property_readonly("size", &attn::KvCache::size)
+        .def_property_readonly("capacity", &attn::KvCache::capacity)
+        .def_property_readonly("batch", &attn::KvCache::batch)
+        .def_property_readonly("kv_heads", &attn::KvCache::kv_heads)
+        .def_property_readonly("E", &attn::KvCache::E);
     m.def("shape", [](py::object x, const std::string& who, const std::string& name) {
         return py::tuple(py::cast(array_of(x, who, name).shape));
     });

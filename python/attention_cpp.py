@@ -15,13 +15,13 @@ for its scaled_dot_product_attention.
 import _attention_cpp as _core
 
 __all__ = ["attention", "attention_backward", "SingleHeadAttention", "scaled_dot_product_attention",
-           "scaled_dot_product_attention_backward", "walk", "learn_defaults", "build_info"]
+           "scaled_dot_product_attention_backward", "KvCache", "walk", "learn_defaults", "build_info"]
 
 
 def _call(task, who, operands, *, names=None, layer=None, backend="fused", scale="sqrt", explicit_scale=None,
-          causal=False, dtype="f32", kv_dtype=None, threads=None, max_memory=None):
+          causal=False, dtype="f32", kv_dtype=None, threads=None, max_memory=None, cache=None):
     return _core.call(task, who, operands, names or {}, layer, backend, scale, explicit_scale, causal, dtype, kv_dtype,
-                      threads, max_memory)
+                      threads, max_memory, cache)
 
 
 def attention(Q, K, V, *, backend="fused", scale="sqrt", causal=False, dtype="f32", max_memory=None):
@@ -69,19 +69,23 @@ class SingleHeadAttention:
 _TORCH_NAMES = dict(Q="query", K="key", V="value", mask="attn_mask", dO="grad_output")
 
 
-def _sdpa(who, query, key, value, grad_output, attn_mask, dropout_p, is_causal, scale, enable_gqa, **options):
-    """PyTorch's rules of its arguments, which the library's call has no words for; then the call."""
+def _torch_rules(who, query, k, attn_mask, dropout_p, is_causal, enable_gqa):
+    """PyTorch's rules of its arguments, which the library's call has no words for (k: key's shape)."""
     if dropout_p != 0.0:
         raise ValueError(f"{who}: dropout_p must be 0: this library has no dropout, got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{who}: attn_mask and is_causal=True cannot be given together (as in PyTorch); "
                          "write the causal triangle into the mask instead")
-    q, k = _core.shape(query, who, "query"), _core.shape(key, who, "key")
+    q = _core.shape(query, who, "query")
     heads = [shape[-3] if len(shape) >= 3 else 1 for shape in (q, k)]
     if not enable_gqa and heads[0] != heads[1]:
         text = ["×".join(map(str, shape)) for shape in (q, k)]
         raise ValueError(f"{who}: query ({text[0]}) has {heads[0]} heads and key ({text[1]}) {heads[1]}: different "
                          "head counts need enable_gqa=True (grouped-query attention)")
+
+
+def _sdpa(who, query, key, value, grad_output, attn_mask, dropout_p, is_causal, scale, enable_gqa, **options):
+    _torch_rules(who, query, _core.shape(key, who, "key"), attn_mask, dropout_p, is_causal, enable_gqa)
     operands = dict(Q=query, K=key, V=value)
     if attn_mask is not None:
         operands["mask"] = attn_mask
@@ -120,6 +124,46 @@ def scaled_dot_product_attention_backward(query, key, value, grad_output, attn_m
     r = _sdpa("scaled_dot_product_attention_backward", query, key, value, grad_output, attn_mask, 0.0, is_causal,
               scale, enable_gqa, backend=backend, threads=threads, max_memory=max_memory)
     return r["dQ"], r["dK"], r["dV"]
+
+
+class KvCache:
+    """A key/value cache that grows a token at a time, for decoding: room for `capacity` tokens of
+    batch × kv_heads heads, keys of E numbers and values of E_v (None: E), stored as dtype ('f32',
+    'bf16' or 'f16'). append(k, v) adds t tokens, k (batch, kv_heads, t, E) and v (…, E_v) of any
+    type, rounded into the cache's type and checked once (NaN, ±inf, past the capacity: ValueError).
+    attention(query, …) attends query (batch, H, L, E) against every token held, with
+    scaled_dot_product_attention's arguments and bits, the keys and values being the tokens held;
+    is_causal=True: the L queries are the newest L tokens held (query i sees keys j ≤ size − L + i)."""
+
+    def __init__(self, batch, kv_heads, capacity, E, E_v=None, dtype="f32"):
+        sizes = dict(batch=batch, kv_heads=kv_heads, capacity=capacity, E=E, E_v=E if E_v is None else E_v)
+        for name, n in sizes.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"KvCache: {name} must be a whole number ≥ 0, got {n!r}")
+        self._cache = _core.KvCache(*sizes.values(), dtype)
+
+    def append(self, k, v):
+        self._cache.append(k, v)
+
+    @property
+    def size(self):
+        return self._cache.size
+
+    @property
+    def capacity(self):
+        return self._cache.capacity
+
+    def __len__(self):
+        return self._cache.size
+
+    def attention(self, query, is_causal=False, attn_mask=None, scale=None, enable_gqa=False, *, backend="fused",
+                  dtype="f32", threads=None, max_memory=None):
+        who = "KvCache.attention"
+        held = (self._cache.batch, self._cache.kv_heads, self._cache.size, self._cache.E)
+        _torch_rules(who, query, held, attn_mask, 0.0, is_causal, enable_gqa)
+        operands = dict(Q=query) if attn_mask is None else dict(Q=query, mask=attn_mask)
+        return _call("forward", who, operands, names=_TORCH_NAMES, explicit_scale=scale, causal=is_causal,
+                     backend=backend, dtype=dtype, threads=threads, max_memory=max_memory, cache=self._cache)["output"]
 
 
 def walk(*, lang="en", scale="sqrt", causal=False, grad=False):
