@@ -152,10 +152,6 @@ struct Rounding {
     }
 };
 
-Element element_of(KvDtype type) {
-    return type == KvDtype::bf16 ? Element::bf16 : type == KvDtype::f16 ? Element::f16 : Element::f32;
-}
-
 bool cache_in_place(const View& view, KvDtype type, bool kept) {
     return read_in_place(view, kept ? element_of(type) : Element::f32) && (kept || type == KvDtype::f32);
 }
@@ -265,6 +261,10 @@ ScoreMask mask_copy(const View& mask, const Shapes& s, Inputs& in) {
 }
 
 }  // namespace
+
+Element element_of(KvDtype type) {
+    return type == KvDtype::bf16 ? Element::bf16 : type == KvDtype::f16 ? Element::f16 : Element::f32;
+}
 
 bool read_in_place(const View& view) {
     return elements::read_in_place(

@@ -35,6 +35,9 @@ Inputs inputs_of(const Call& call, const Shapes& shapes, bool decodes);
 // (std::overflow_error from `who`) a finite value it would hold as ±∞; its shape left to the caller.
 Cache cache_from(const View& view, KvDtype type, const std::string& who, const std::string& name);
 
+// The element a cache of `type` holds: float32, bfloat16 or float16.
+Element element_of(KvDtype type);
+
 // The buffers inputs_of allocates for this call (none when every view is read in place).
 std::vector<Buffer> conversion_buffers(const Call& call, const Shapes& shapes, bool decodes);
 

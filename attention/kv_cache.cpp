@@ -30,10 +30,6 @@ namespace {
 
 const std::string who = "KvCache::append";
 
-Element element_of(KvDtype type) {
-    return type == KvDtype::bf16 ? Element::bf16 : type == KvDtype::f16 ? Element::f16 : Element::f32;
-}
-
 // Element k of a cache, as the value its bits hold.
 float value_at(const Cache& cache, std::size_t k) {
     if (cache.type == KvDtype::f32) return cache.floats[k];
