@@ -252,10 +252,7 @@ PYBIND11_MODULE(_attention_cpp, m) {
                  cache.append(keys.view, values.view, "k", "v");
              })
         .def_property_readonly("size", &attn::KvCache::size)
-        .def_property_readonly("capacity", &attn::KvCache::capacity)
-        .def_property_readonly("batch", &attn::KvCache::batch)
-        .def_property_readonly("kv_heads", &attn::KvCache::kv_heads)
-        .def_property_readonly("E", &attn::KvCache::E);
+        .def_property_readonly("capacity", &attn::KvCache::capacity);
     m.def("shape", [](py::object x, const std::string& who, const std::string& name) {
         return py::tuple(py::cast(array_of(x, who, name).shape));
     });

@@ -141,6 +141,7 @@ class KvCache:
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 raise ValueError(f"KvCache: {name} must be a whole number ≥ 0, got {n!r}")
         self._cache = _core.KvCache(*sizes.values(), dtype)
+        self._heads = (batch, kv_heads, E)
 
     def append(self, k, v):
         self._cache.append(k, v)
@@ -159,7 +160,8 @@ class KvCache:
     def attention(self, query, is_causal=False, attn_mask=None, scale=None, enable_gqa=False, *, backend="fused",
                   dtype="f32", threads=None, max_memory=None):
         who = "KvCache.attention"
-        held = (self._cache.batch, self._cache.kv_heads, self._cache.size, self._cache.E)
+        batch, kv_heads, E = self._heads
+        held = (batch, kv_heads, self._cache.size, E)  # the keys' shape, as a call on them would see it
         _torch_rules(who, query, held, attn_mask, 0.0, is_causal, enable_gqa)
         operands = dict(Q=query) if attn_mask is None else dict(Q=query, mask=attn_mask)
         return _call("forward", who, operands, names=_TORCH_NAMES, explicit_scale=scale, causal=is_causal,
