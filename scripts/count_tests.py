@@ -3,8 +3,9 @@
 
 Meson records one result per test executable in meson-logs/testlog.json; each executable holds many
 Catch2 TEST_CASEs and prints their totals at the end of its output (the Python module's tests, pytest's
-totals: each test function and parameter set is one case). A program that died before printing
-totals (a crash, a sanitizer abort, a timeout) counts as one failed test case; one that skipped itself
+totals: each test function and parameter set is one case). A program that prints no totals is one
+case: passed when it exited 0 (an example that checks its own result), else failed (a crash, a
+sanitizer abort, a timeout, a program that died before printing its totals); one that skipped itself
 (exit status 77: an instruction set this CPU cannot run) counts as nothing.
 """
 import json
@@ -32,8 +33,8 @@ def count(log_path):
                 row = summary.group(1)
                 p = int(m.group(1)) if (m := re.search(r"(\d+) passed", row)) else 0
                 f = sum(int(m.group(1)) for m in re.finditer(r"(\d+) (?:failed|errors?)", row))
-            else:
-                p, f = 0, 1
+            else:  # a program with no totals of its own (an example run as a check): one case
+                p, f = (1, 0) if entry.get("result") in ("OK", "EXPECTEDFAIL") else (0, 1)
             if entry.get("result") not in ("OK", "EXPECTEDFAIL") and f == 0:
                 f = 1  # totals said fine, but the program still failed (sanitizer exit, timeout)
             passed, failed = passed + p, failed + f
