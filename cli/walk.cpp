@@ -198,15 +198,16 @@ private:
         if (!s.aside && s.matrices.size() == 1) out_ << shape_in_title(matrix(s.matrices.front()));
         out_ << "\n";
         if (s.note) out_ << "  " << say(*s.note, values) << "\n";
-        if (!s.markers.empty()) out_ << "  " << say(Label::code) << colon_ << markers(s.markers) << "\n";
+        if (!s.markers.empty()) out_ << "  " << say(Label::code) << colon_ << markers(s.markers, semicolon_) << "\n";
         out_ << "\n";
     }
-    // "attention/attention.cpp [step 2.Q] [step 2.K]; simd/decode.cpp [decode merge]"
-    static std::string markers(const std::vector<lesson::Marker>& list) {
+    // "attention/attention.cpp [step 2.Q] [step 2.K];  simd/decode.cpp [decode merge]", the files apart
+    // as the language sets two results apart ("；" in Chinese)
+    static std::string markers(const std::vector<lesson::Marker>& list, const char* between) {
         std::string text;
         for (std::size_t k = 0; k < list.size(); ++k) {
             if (k == 0 || std::string_view(list[k].file) != list[k - 1].file)
-                text += (k ? "; " : "") + std::string(list[k].file);
+                text.append(k ? between : "").append(list[k].file);
             text += std::string(" [") + list[k].name + "]";
         }
         return text;

@@ -87,8 +87,8 @@ private:
                  << index << " = " << num(state->l) << separator() << "o" << index << " = " << vector(state->o) << "\n";
         }
         out_ << "  " << say(Sentence::fused_merge) << tr(l_, ": ", "：") << "m = " << num(h.merged.m) << separator()
-             << "e^(m₁ − m) = " << num(h.first_factor) << ", e^(m₂ − m) = " << num(h.second_factor) << separator()
-             << "ℓ = " << num(h.merged.l) << separator() << "o = " << vector(h.merged.o) << separator()
+             << "e^(m₁ − m) = " << num(h.first_factor) << tr(l_, ", ", "，") << "e^(m₂ − m) = " << num(h.second_factor)
+             << separator() << "ℓ = " << num(h.merged.l) << separator() << "o = " << vector(h.merged.o) << separator()
              << "o/ℓ = " << vector(h.output) << "\n  "
              << say(Sentence::fused_merged, {difference(h.largest_difference), std::to_string(w_.row + 1)}) << "\n";
     }

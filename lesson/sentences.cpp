@@ -62,7 +62,7 @@ constexpr Table<Sentence> sentences{{
     {S::cosines, "$cos θ_ij = S_ij / (‖q_i‖·‖k_j‖)$", "$cos θ_ij = S_ij / (‖q_i‖·‖k_j‖)$"},
     {S::other_keys, "The same $X$ with another $W_K$ (here $W_K = W_Q$, standing in for a model trained differently)",
      "同一个 $X$，换一个 $W_K$（这里取 $W_K = W_Q$，代表另一种训练结果）"},
-    {S::row_largest, "largest score of each row", "每行得分最高的 Key"},
+    {S::row_largest, "each row's highest-scoring key", "每行得分最高的 Key"},
     {S::with_example_keys, "with the example's $W_K$", "用示例中的 $W_K$ 时"},
     {S::title_4, "Step 4 · Scaled scores", "第 4 步 · 缩放后的分数"},
     {S::note_4_sqrt_dk,
@@ -154,7 +154,7 @@ constexpr Table<Sentence> sentences{{
     {S::confusion4_note,
      "one head may choose $d_k$ freely (here {}, with $d_model = {}$), under the lesson's one constraint: the larger "
      "$d_k$, the larger the variance of $q·k$, hence the division by $√d_k$ (step 4). With $h$ heads, each "
-     "usually gets $d_k = d_model / h$, the usual choice rather than a rule; for example, the original Transformer "
+     "usually gets $d_k = d_model / h$, a convention rather than a rule; for example, the original Transformer "
      "has $d_model = {}$ and $h = {}$:",
      "单头时 $d_k$ 可以自由设定（这里取 {}，而 $d_model = {}$），约束只有一个：$d_k$ 越大，$q·k$ "
      "的方差越大，所以必须除以 $√d_k$（第 4 步）。有 $h$ 个头时，通常每个头的宽度为 $d_k = d_model / h$，例如原始 "

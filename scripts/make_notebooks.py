@@ -99,11 +99,11 @@ PHRASES = {
         "c_step2": "step 2",
         "c_step3": "step 3: S_ij = q_i · k_j, n × n",
         "c_step4": "step 4",
-        "c_largest_yours": "each row's largest score, found with np.argmax",
+        "c_largest_yours": "each row's highest-scoring key, found with np.argmax",
         "c_mix": "row i of O is α's row i times V: the values mixed in α's shares",
         "c_shapes": "the shape of every step",
         "c_ex5_yours": "o_i − v_i and its length",
-        "ex2_try": "The next cell finds each row's largest score with NumPy and checks it against the walk's.",
+        "ex2_try": "The next cell finds each row's highest-scoring key with NumPy and checks it against the walk's.",
         "fused_try": "The next cell takes the same row's keys one at a time in NumPy, as the fused kernel does, "
                      "prints $m$, $e^(m_old − m)$, $ℓ$ and $o / ℓ$ after each, and checks the last state "
                      "against the walk's.",
@@ -209,11 +209,11 @@ PHRASES = {
         "c_step2": "第 2 步",
         "c_step3": "第 3 步：S_ij = q_i · k_j，形状 n × n",
         "c_step4": "第 4 步",
-        "c_largest_yours": "用 np.argmax 找出每行最大的分数",
+        "c_largest_yours": "用 np.argmax 找出每行得分最高的 Key",
         "c_mix": "O 的第 i 行是 α 的第 i 行乘以 V：按 α 的比例混合各个 Value",
         "c_shapes": "每一步的形状",
         "c_ex5_yours": "o_i − v_i 及其长度",
-        "ex2_try": "下一个单元格用 NumPy 找出每行最大的分数，并与 walk 的结果核对。",
+        "ex2_try": "下一个单元格用 NumPy 找出每行得分最高的 Key，并与 walk 的结果核对。",
         "fused_try": "下一个单元格用 NumPy 像融合内核那样，逐个加入同一行的 Key，打印每一步之后的 $m$、"
                      "$e^(m_old − m)$、$ℓ$ 和 $o / ℓ$，最后把状态与 walk 的结果核对。",
         "c_fused_row": "walk 逐个 Key 演示的那一行，以及它的分数 S'（第 4 步）",

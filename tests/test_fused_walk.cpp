@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "lesson/fused_walk.hpp"
 #include "lesson/json.hpp"
@@ -180,4 +183,25 @@ TEST_CASE("one list of sections: the terminal shows them in the order the JSON g
     }
     CHECK(lesson::chain_formula({.causal = true, .scale = attn::Scale::dk}) == "O = softmax(Q·Kᵀ/d_k + M)·V");
     CHECK(lesson::chain_formula({.scale = attn::Scale::none}) == "O = softmax(Q·Kᵀ)·V");
+}
+
+TEST_CASE("every section's marker stands on exactly one line of the file it names", "[lesson][sections]") {
+    // The walk prints "code: simd/fused.cpp [fused scores] …" under a section, the page links it and the
+    // notebook names it: each must lead a reader to one real line of that file.
+    const std::filesystem::path root = std::filesystem::path(TESTS_DIR).parent_path();
+    std::size_t fused_markers = 0;
+    for (const bool causal : {false, true})
+        for (const lesson::Section& s : lesson::sections({.causal = causal}))
+            for (const lesson::Marker& m : s.markers) {
+                INFO(s.key << ": " << m.file << " [" << m.name << "]");
+                std::ifstream in(root / m.file);
+                REQUIRE(in);
+                const std::string marker = std::string("[").append(m.name).append("]");  // GCC 12 warns on "[" + s
+                std::size_t lines = 0;
+                for (std::string line; std::getline(in, line);) lines += line.find(marker) != std::string::npos;
+                CHECK(lines == 1);
+                fused_markers += std::string_view(s.key) == "fused";
+            }
+    // the fused walk mirrors the three steps of simd/fused.cpp and the decode kernel's merge
+    CHECK(fused_markers == 2 * 4);
 }

@@ -116,7 +116,7 @@ TEST_CASE("walk shows the confusions and step 3's remark with the library's numb
     }
     const attn::Matrix tied = ex::scores_with_weights(tr.X, attn::worked_example::W_Q(), attn::worked_example::W_Q());
     check_matches(matrix_after(r.out, "  The same X with another W_K"), tied, 5e-5);
-    CHECK_THAT(r.out, Contains("largest score of each row: 猫 cat → 猫 cat, 坐 sat → 坐 sat, 地毯 mat → 猫 cat;  "
+    CHECK_THAT(r.out, Contains("each row's highest-scoring key: 猫 cat → 猫 cat, 坐 sat → 坐 sat, 地毯 mat → 猫 cat;  "
                                "with the example's W_K: 猫 cat → 猫 cat, 坐 sat → 地毯 mat, 地毯 mat → 猫 cat"));
     CHECK(ex::row_argmax(tied.row(1)) == 1);  // the line above follows from the matrices
     CHECK(ex::row_argmax(tr.S.row(1)) == 2);

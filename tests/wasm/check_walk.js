@@ -107,7 +107,7 @@ Promise.resolve(require(path.resolve(bundle))()).then((module) => {  // compiled
         "a ragged matrix is named");
   check(error([["1", "2", "3"], ["4", "5", "6"]]).includes("X (2×3) needs d_model = 4 columns to meet W_Q (4×3)"),
         "X of the wrong width for the weights is refused, both shapes named");
-  check((JSON.parse(module.walk(csv(X), csv(WQ), csv(WK), csv(WV), "cube", false, "")).error || "")
+  check((JSON.parse(module.walk(state(cells(X), cells(WQ), cells(WK), cells(WV), []), "cube", false)).error || "")
             .includes("scale must be one of sqrt, dk and none, got 'cube'"), "an unknown scale is refused, naming the known ones");
   // A refused value also says where it is and what is wrong, so that the page marks the cell and
   // words the problem in its own language without reading the message.
