@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -392,6 +393,33 @@ TEST_CASE("the decode kernel gives the same bits for 1 and 2 threads and for hea
                     CHECK(same_bits(one.O, rows_of_g));
                 }
             }
+}
+
+TEST_CASE("grouped heads decoded are refused as every backend refuses them: the first failing head's first error",
+          "[decode][errors][gqa]") {
+    // Two query heads share one cached head. The other backends check head by head (Q, K, V, then the
+    // float32 bounds on that head's own queries); the decode kernel reads the group at once, but must
+    // refuse with the same message: a NaN in query head 1 comes after the ∞ in the key head 0 reads,
+    // and the bound names head 0's queries, not the larger ones of head 1.
+    std::mt19937 rng(568);
+    const auto message = [](const Heads& Q, const Heads& K, const Heads& V, Backend backend) -> std::string {
+        try {
+            (void)attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), {.backend = backend});
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "no refusal";
+    };
+    Heads Q = random_heads({1, 2, 1, 8}, rng), K = random_heads({1, 1, 5, 8}, rng);
+    const Heads V = random_heads({1, 1, 5, 4}, rng);
+    Q.values.data()[8 + 3] = std::numeric_limits<float>::quiet_NaN();  // query head 1
+    K.values.data()[2] = std::numeric_limits<float>::infinity();
+    CHECK_THAT(message(Q, K, V, Backend::naive), Catch::Contains("K (5×8) holds NaN or ±inf"));
+    CHECK(message(Q, K, V, Backend::fused) == message(Q, K, V, Backend::naive));
+    for (std::size_t i = 0; i < 16; ++i) Q.values.data()[i] = i < 8 ? 1e19f : 3e19f;  // head 1's rows larger
+    for (std::size_t i = 0; i < 40; ++i) K.values.data()[i] = 1e19f;
+    CHECK_THAT(message(Q, K, V, Backend::naive), Catch::Contains("step 3 (S = Q·Kᵀ) could leave the float32 range"));
+    CHECK(message(Q, K, V, Backend::fused) == message(Q, K, V, Backend::naive));
 }
 
 TEST_CASE("grouped and multi-query heads, L = 1 to 4, causal and any S, match the float64 model", "[decode][gqa]") {
