@@ -143,7 +143,7 @@ HeadChecks measure_queries(const HeadsView& Q, const Shapes& s, const AttentionO
         std::exception_ptr refusal;
         if (run.mask) try {
                 const ScoreMask head = run.mask->for_head(b, h);
-                scores = guards::scale_and_terms(s.who, run, &head, s.L, s.S, s.E);
+                scores = guards::scale_and_terms(guards::forward_who, run, &head, s.L, s.S, s.E);
             } catch (const std::invalid_argument&) {
                 refusal = std::current_exception();
             }
@@ -154,8 +154,8 @@ HeadChecks measure_queries(const HeadsView& Q, const Shapes& s, const AttentionO
     return checks;
 }
 
-// Every query head against its cached head's norms, in order; then every cached head alone, which
-// also checks those that no query head reads (H = 0). A refused call returns nothing it computed.
+// Every query head against its cached head's norms, in order (a call without query heads has its
+// cache checked before: attention/run.cpp). A refused call returns nothing it computed.
 void check_heads(const HeadChecks& checks, const std::vector<double>& cache, const Shapes& s,
                  const AttentionOptions& run) {
     for (std::size_t i = 0; i < s.count(); ++i) {
@@ -164,9 +164,6 @@ void check_heads(const HeadChecks& checks, const std::vector<double>& cache, con
         guards::check_row_norms({checks.queries[i], cache[2 * unit], cache[2 * unit + 1]}, s.L, s.S, s.E, s.E_v,
                                 checks.scores[i], run.names);
     }
-    const guards::ScaleAndTerms no_terms{score_factor(run, s.E), 0.0f};
-    for (std::size_t unit = 0; unit < s.kv_count(); ++unit)
-        guards::check_row_norms({0.0, cache[2 * unit], cache[2 * unit + 1]}, s.L, s.S, s.E, s.E_v, no_terms, run.names);
 }
 
 // Each query row's terms, as the decode kernel reads them: row r of group (b, kv) is position r mod L
