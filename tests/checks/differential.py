@@ -28,6 +28,9 @@ outcome:
   the same bound against a float64 computation of those float32 scores. The bf16 mode is held to the
   bound of tests/test_bf16.cpp, as the fuzzer holds it.
 
+A third of the cases run scaled_dot_product_attention_backward on every backend as well, held to the
+same outcome with the fuzzer's bounds on dQ, dK and dV (check_gradients says where they are compared).
+
 The seed is printed; `--seed N --only I` runs case I alone, printing what it is. The last line is
 "N passed, M failed", a case each.
 """
@@ -146,6 +149,9 @@ def draw(rng):
     c["kv_dtype"] = pick(rng, [None, "f32", "bf16", "f16"], [4, 1, 2, 2])
     c["bf16_products"] = rng.random() < 0.2
     c["threads"] = pick(rng, [None, 1, 2, 3, 100000, -1], [12, 2, 2, 2, 1, 0.2])  # past the machine; refused
+    # the backward too, for ∂L/∂O = dO (float keys and values only: a 16-bit cache has none)
+    c["dO"] = rng.standard_normal(q_shape[:-1] + (E_v,)) * pick(rng, [1.0, 1e-3, 1e3])
+    c["backward"] = rng.random() < 0.35
     return c
 
 
@@ -177,6 +183,20 @@ def python_outcome(ac, c, backend, dtype="f32"):
         text = str(e)
         return ("refused", text[len(PYTHON_WHO):] if text.startswith(PYTHON_WHO) else text)
     except Exception as e:  # anything but a ValueError is a defect (using.md)
+        return ("raised", f"{type(e).__name__}: {e}")
+
+
+def python_backward(ac, c, backend):
+    q, k, v, m = handed(c)
+    try:
+        grads = ac.scaled_dot_product_attention_backward(q, k, v, c["dO"].astype(np.float32), attn_mask=m,
+                                                         is_causal=c["causal"], scale=c["scale"], enable_gqa=True,
+                                                         backend=backend, threads=c["threads"])
+        return ("result", grads)
+    except ValueError as e:
+        text, who = str(e), "scaled_dot_product_attention_backward: "
+        return ("refused", text[len(who):] if text.startswith(who) else text)
+    except Exception as e:
         return ("raised", f"{type(e).__name__}: {e}")
 
 
@@ -229,14 +249,14 @@ def bfloat16(a32):
     return np.where(np.abs(a32) < F32.tiny, np.copysign(np.float32(0), a32), rounded).astype(np.float32)
 
 
-def as_library_reads(c):
+def as_library_reads(c, backward=False):
     """q, k, v (float64 values), with key/value heads repeated for their groups, and the bias
-    (…, L, S): the numbers the kernels compute with."""
+    (…, L, S): the numbers the kernels compute with (the backward's keys and values are floats)."""
     q, k, v, m = handed(c)
     with np.errstate(over="ignore"):
         m = m if m is None or m.dtype == bool else m.astype(np.float32)  # as the library reads a mask
     sixteen = k.dtype.kind == "f" and k.dtype.itemsize == 2  # a float16 array is a float16 cache
-    cache = c["kv_dtype"] or ("f16" if sixteen else "f32")
+    cache = "f32" if backward else c["kv_dtype"] or ("f16" if sixteen else "f32")
     with np.errstate(over="ignore", invalid="ignore"):
         q, k, v = (a.astype(np.float32) for a in (q, k, v))
         if cache == "f16":
@@ -260,11 +280,11 @@ def f32(x):
         return x.astype(np.float32).astype(np.float64)
 
 
-def scores_and_spread(c):
+def scores_and_spread(c, backward=False):
     """Per row of every head: the float32 scores (float64 model), each row's δ (how far a backend's
     float32 score of a key that carries weight may be from them), the largest ‖v_j‖ of those keys,
     and which keys carry weight. δ is inf where an ambiguous overflow to −∞ decides the row."""
-    q, k, v, bias = as_library_reads(c)
+    q, k, v, bias = as_library_reads(c, backward)
     E = q.shape[-1]
     factor = 1.0 / math.sqrt(E) if c["scale"] is None else float(c["scale"])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -344,6 +364,56 @@ def check_results(c, results):
     return problems
 
 
+def check_gradients(c, grads):
+    """dq, dk, dv of every backend within the pipeline fuzzer's bound of naive's: each gradient sums at
+    most max(L, S) + max(E, E_v) terms (a shared key/value head's, G times as many), each bounded by
+    the norms of the rows it multiplies, every weight carrying the scores' error 2δ; compared where δ
+    (here the largest of the rows') is at most 0.01, and the scale at most 1. Not yet above it: the
+    fast backends multiply dS·K and dSᵀ·Q first and by the scale after (naive before), so with
+    scale = 1e30 on tiny values a product that float32 cannot hold (below 1e-45) gives them 0 where
+    naive's dQ holds 1e-19; there only finiteness is required."""
+    _, delta, _, _, (q, k, v, factor) = scores_and_spread(c, backward=True)
+    L, S, E, E_v = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    G = q.shape[-3] // max(1, np.shape(c["k"])[-3]) if c["rank"] >= 3 and np.shape(c["k"])[-3] else 1
+    norm = lambda a: float(np.linalg.norm(a, axis=-1).max(initial=0.0))
+    qn, kn, vn, gn = norm(q), norm(k), norm(v), norm(c["dO"].astype(np.float32).astype(np.float64))
+    d = float(delta.max(initial=0.0))
+    error = 8 * d + 8 * (max(L, S) + max(E, E_v) + 8) * EPS
+    bounds = {"dq": error * 2 * S * gn * vn * kn * factor, "dk": error * 2 * G * L * gn * vn * qn * factor,
+              "dv": error * G * L * gn}
+    problems = []
+    naive = grads["naive"]
+    for label, got in grads.items():
+        for name, g, want in zip(("dq", "dk", "dv"), got, naive):
+            if g.shape != want.shape:
+                problems.append(f"backward {label} {name}: shape {g.shape}, naive {want.shape}")
+            elif not np.isfinite(g).all():
+                problems.append(f"backward {label} {name}: not finite")
+            elif d <= 0.01 and label != "naive" and factor <= 1:
+                diff = np.abs(g.astype(np.float64) - want)
+                if (diff > bounds[name] + 1e-30).any():
+                    at = tuple(np.argwhere(diff > bounds[name] + 1e-30)[0])
+                    problems.append(f"backward {label} {name}: {g[at]!r} vs {want[at]!r} at {list(at)}, "
+                                    f"allowed ±{bounds[name]:.3g}")
+    return problems
+
+
+def backward_problems(ac, c):
+    """The backward on every backend: refused alike, or gradients within the bound of naive's."""
+    outcomes = {b: python_backward(ac, c, b) for b in BACKENDS}
+    problems = [f"backward {b}: {what}" for b, (kind, what) in outcomes.items() if kind == "raised"]
+    if problems:
+        return problems
+    naive_kind, naive_what = outcomes["naive"]
+    for b, (kind, what) in outcomes.items():
+        if kind != naive_kind or (kind == "refused" and what != naive_what):
+            problems.append(f"backward {b} {kind}: {what if kind == 'refused' else 'gradients'}; naive "
+                            f"{naive_kind}: {naive_what if naive_kind == 'refused' else 'gradients'}")
+    if problems or naive_kind == "refused":
+        return problems
+    return check_gradients(c, {b: what for b, (kind, what) in outcomes.items()})
+
+
 # ---- one case -----------------------------------------------------------------------------------------
 
 def run_case(ac, attn, c, rng, cli_share, directory):
@@ -360,10 +430,16 @@ def run_case(ac, attn, c, rng, cli_share, directory):
         if c["bf16_products"]:
             outcomes["attn run fused bf16"] = cli_outcome(attn, c, "fused", directory, "bf16")
             cli_runs += 1
+    problems = backward_problems(ac, c) if c["backward"] else []
+    return problems + forward_problems(c, outcomes), outcomes["naive"][0], cli_runs
+
+
+def forward_problems(c, outcomes):
+    """The forward's outcomes ({label: (kind, what)}) held to naive's."""
     problems = [f"{label}: {what}" for label, (kind, what) in outcomes.items() if kind == "raised"]
     naive_kind, naive_what = outcomes["naive"]
     if problems:
-        return problems, naive_kind, cli_runs
+        return problems
     for label, (kind, what) in outcomes.items():
         if label.startswith("attn run") and kind == "refused" and READER_REFUSAL.match(what):
             if naive_kind != "refused":
@@ -377,9 +453,8 @@ def run_case(ac, attn, c, rng, cli_share, directory):
             problems.append(f"{label} {kind}: {what if kind == 'refused' else 'a result'}; naive {naive_kind}: "
                             f"{naive_what if naive_kind == 'refused' else 'a result'}")
     if problems or naive_kind == "refused":
-        return problems, naive_kind, cli_runs
-    results = {label: what for label, (kind, what) in outcomes.items() if kind == "result"}
-    return check_results(c, results), naive_kind, cli_runs
+        return problems
+    return check_results(c, {label: what for label, (kind, what) in outcomes.items() if kind == "result"})
 
 
 def main():
