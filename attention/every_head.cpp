@@ -11,8 +11,8 @@
 //
 // Decoding (backends::decodes): every group's rows against its cached head at once, by the decode
 // kernel, which reads each cached head once for its whole group and splits the keys over the
-// threads; it measures the cache's norms as it reads it, and the guards check them after (the
-// queries and the mask before).
+// threads; it measures the cache's norms as it reads it, and the guards check every head after, in
+// the order the other backends check them (the queries and the mask measured before).
 #include "attention/every_head.hpp"
 
 #include <algorithm>
@@ -126,43 +126,48 @@ void forward_heads(const HeadsView& Q, const HeadsView& K, const HeadsView& V, c
 
 // ---- decoding, every group at once ---------------------------------------------------------------
 
-// The query rows of group (b, kv): its G heads' L rows each, one (G·L)×E matrix in the layout.
-Matrix group_rows(const HeadsView& Q, const Shapes& s, std::size_t unit) {
-    return Matrix::borrow(Q.data + unit * s.group * s.L * s.E, s.group * s.L, s.E);
-}
-
-// What each group's scores are checked against: its queries' largest norm, and its scale and the
-// largest term its query heads' masks add.
-struct GroupChecks {
+// What each query head's scores are checked against, measured before the decode kernel runs: the
+// head's largest query norm, its scale and the largest term its mask adds, or the mask's refusal,
+// kept to be raised in its turn. The checks themselves wait for the cache's norms, which the kernel
+// measures as it reads the cache (a cache is read once): then every head is checked in order, as
+// the other backends check it, so that the first failing head's first error is the call's (a head's
+// mask, then Q, K, V, then the bounds on its own queries and terms, not on its whole group's).
+struct HeadChecks {
     std::vector<double> queries;
     std::vector<guards::ScaleAndTerms> scores;
+    std::vector<std::exception_ptr> mask_refusals;
 };
 
-// The checks before the decode kernel runs: every query row, and every query head's mask.
-GroupChecks check_queries(const HeadsView& Q, const Shapes& s, const AttentionOptions& run) {
-    GroupChecks checks;
-    for (std::size_t unit = 0; unit < s.kv_count(); ++unit) {
-        const double largest = max_row_norm(group_rows(Q, s, unit));
+HeadChecks measure_queries(const HeadsView& Q, const Shapes& s, const AttentionOptions& run) {
+    HeadChecks checks;
+    for (std::size_t i = 0; i < s.count(); ++i) {
+        const std::size_t b = i / s.heads, h = i % s.heads;
         guards::ScaleAndTerms scores{score_factor(run, s.E), 0.0f};
-        for (std::size_t h = unit % s.kv_heads * s.group; run.mask && h < (unit % s.kv_heads + 1) * s.group; ++h) {
-            const ScoreMask head = run.mask->for_head(unit / s.kv_heads, h);
-            scores.largest_term =
-                std::max(scores.largest_term, guards::scale_and_terms(s.who, run, &head, s.L, s.S, s.E).largest_term);
-        }
-        guards::check_row_norms({largest, 0.0, 0.0}, s.L, s.S, s.E, s.E_v, scores, run.names);
-        checks.queries.push_back(largest);
+        std::exception_ptr refusal;
+        if (run.mask) try {
+                const ScoreMask head = run.mask->for_head(b, h);
+                scores = guards::scale_and_terms(guards::forward_who, run, &head, s.L, s.S, s.E);
+            } catch (const std::invalid_argument&) {
+                refusal = std::current_exception();
+            }
+        checks.queries.push_back(max_row_norm(Q.head(b, h)));
         checks.scores.push_back(scores);
+        checks.mask_refusals.push_back(refusal);
     }
     return checks;
 }
 
-// … and after it, the cache: the norms of its keys and values, which the kernel measured as it read
-// them (a cache is read once), or those the call was given (run.kv_norms, a KvCache's), against the
-// same bounds. A refused call returns nothing it computed.
-void check_cache(const GroupChecks& checks, const double* cache, const Shapes& s, const AttentionOptions& run) {
-    for (std::size_t unit = 0; unit < s.kv_count(); ++unit)
-        guards::check_row_norms({checks.queries[unit], cache[2 * unit], cache[2 * unit + 1]}, s.L, s.S, s.E, s.E_v,
-                                checks.scores[unit], run.names);
+// Every query head against its cached head's norms, in order: those the kernel measured as it read
+// the cache (a cache is read once), or those the call was given (run.kv_norms, a KvCache's), against
+// the same bounds (a call without query heads has its cache checked before: attention/run.cpp). A
+// refused call returns nothing it computed.
+void check_heads(const HeadChecks& checks, const double* cache, const Shapes& s, const AttentionOptions& run) {
+    for (std::size_t i = 0; i < s.count(); ++i) {
+        if (checks.mask_refusals[i]) std::rethrow_exception(checks.mask_refusals[i]);
+        const std::size_t unit = i / s.heads * s.kv_heads + i % s.heads / s.group;
+        guards::check_row_norms({checks.queries[i], cache[2 * unit], cache[2 * unit + 1]}, s.L, s.S, s.E, s.E_v,
+                                checks.scores[i], run.names);
+    }
 }
 
 // Each query row's terms, as the decode kernel reads them: row r of group (b, kv) is position r mod L
@@ -184,7 +189,7 @@ std::vector<simd::ScoreTerms> row_terms(const ScoreMask& mask, const Shapes& s) 
 
 void decode_groups(const HeadsView& Q, const CacheView& K, const CacheView& V, const Shapes& s,
                    const AttentionOptions& run, Results& r) {
-    const GroupChecks checks = check_queries(Q, s, run);
+    const HeadChecks checks = measure_queries(Q, s, run);
     std::vector<double> cache(2 * s.kv_count());
     const std::vector<simd::ScoreTerms> terms = run.mask ? row_terms(*run.mask, s) : std::vector<simd::ScoreTerms>{};
     const simd::DecodeProblem problem{.Q = Q.data,
@@ -204,7 +209,7 @@ void decode_groups(const HeadsView& Q, const CacheView& K, const CacheView& V, c
                                       .log_sum_exp = keeps_log_sum_exp(run) ? r.log_sum_exp.values.data() : nullptr,
                                       .largest_norms = run.kv_norms ? nullptr : cache.data()};
     simd::decode_attention_into(problem, run.threads == 1 ? simd::Threads::one : simd::Threads::all);
-    check_cache(checks, run.kv_norms ? run.kv_norms : cache.data(), s, run);
+    check_heads(checks, run.kv_norms ? run.kv_norms : cache.data(), s, run);
 }
 
 // ---- the backward, one key/value head and its group at a time ------------------------------------

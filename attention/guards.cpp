@@ -122,7 +122,7 @@ void check_bfloat16_range(const std::string& who, const std::string& name, const
 
 void check_row_norms(const RowNorms& largest, std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
                      const ScaleAndTerms& scores, const OperandNames& name) {
-    const std::string who = "scaled_dot_product_attention";
+    const std::string who = forward_who;
     for (const auto& [label, norm, rows, cols] :
          {std::tuple{&name.Q, largest.Q, n, d_k}, {&name.K, largest.K, m, d_k}, {&name.V, largest.V, m, d_v}})
         if (!std::isfinite(norm))
@@ -143,7 +143,7 @@ ScaleAndTerms scale_and_terms(const std::string& who, const AttentionOptions& op
 }
 
 void check_attention_values(const Matrix& Q, const Matrix& K, const Matrix& V, const AttentionOptions& options) {
-    const std::string who = "scaled_dot_product_attention";
+    const std::string who = forward_who;
     const ScaleAndTerms scores = scale_and_terms(who, options, options.mask, Q.rows(), K.rows(), Q.cols());
     const double flops = 2.0 * double(Q.rows()) * double(K.rows()) * double(Q.cols() + V.cols());
     // K's and V's norms as the call was given them (kept as a cache's rows arrived), else measured

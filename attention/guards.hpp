@@ -9,6 +9,9 @@
 
 namespace attn::guards {
 
+// How the forward's checks name the call, on every backend, also when it is the forward of a backward.
+inline constexpr const char* forward_who = "scaled_dot_product_attention";
+
 // What the scores are made of besides Q·Kᵀ: the factor that multiplies them and the largest finite
 // term a mask adds to them (0 without one: −∞ and a boolean mask's 0 never raise a score).
 struct ScaleAndTerms {

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "attention/attention.hpp"
 #include "attention/heads.hpp"
 #include "check_close.hpp"
 #include "matrix/bfloat16.hpp"
@@ -392,6 +394,65 @@ TEST_CASE("the decode kernel gives the same bits for 1 and 2 threads and for hea
                     CHECK(same_bits(one.O, rows_of_g));
                 }
             }
+}
+
+TEST_CASE("decoded heads are refused as every backend refuses them: the first failing head's first error",
+          "[decode][errors][gqa]") {
+    // Two query heads share one cached head. The other backends check head by head (Q, K, V, then the
+    // float32 bounds on that head's own queries); the decode kernel reads the group at once, but must
+    // refuse with the same message: a NaN in query head 1 comes after the ∞ in the key head 0 reads,
+    // and the bound names head 0's queries, not the larger ones of head 1.
+    std::mt19937 rng(568);
+    const auto message = [](const Heads& Q, const Heads& K, const Heads& V, Backend backend) -> std::string {
+        try {
+            (void)attn::scaled_dot_product_attention(Q.view(), K.view(), V.view(), {.backend = backend});
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "no refusal";
+    };
+    Heads Q = random_heads({1, 2, 1, 8}, rng), K = random_heads({1, 1, 5, 8}, rng);
+    const Heads V = random_heads({1, 1, 5, 4}, rng);
+    Q.values.data()[8 + 3] = std::numeric_limits<float>::quiet_NaN();  // query head 1
+    K.values.data()[2] = std::numeric_limits<float>::infinity();
+    CHECK_THAT(message(Q, K, V, Backend::naive), Catch::Contains("K (5×8) holds NaN or ±inf"));
+    CHECK(message(Q, K, V, Backend::fused) == message(Q, K, V, Backend::naive));
+    for (std::size_t i = 0; i < 16; ++i) Q.values.data()[i] = i < 8 ? 1e19f : 3e19f;  // head 1's rows larger
+    for (std::size_t i = 0; i < 40; ++i) K.values.data()[i] = 1e19f;
+    CHECK_THAT(message(Q, K, V, Backend::naive), Catch::Contains("step 3 (S = Q·Kᵀ) could leave the float32 range"));
+    CHECK(message(Q, K, V, Backend::fused) == message(Q, K, V, Backend::naive));
+    // Head 0's scores near 1e38 without a term, head 1's near 1 with a term of 3.3e38: each head within
+    // the bound (scale·max‖q_i‖·max‖k_j‖ + ½·term ≤ 1.7e38), so every backend computes them; the group's
+    // largest queries together with its largest term would not be.
+    const auto column = [](std::vector<float> x, HeadsShape shape) {  // heads of width 1
+        Heads h{Matrix(x.size(), 1), shape};
+        std::copy(x.begin(), x.end(), h.values.data());
+        return h;
+    };
+    const Heads q = column({1e19f, 1.0f}, {1, 2, 1, 1}), k = column({1e19f, 1e19f}, {1, 1, 2, 1}),
+                v = column({1.0f, 1.0f}, {1, 1, 2, 1});
+    const std::vector<float> terms = {0.0f, 0.0f, 3.3e38f, 3.3e38f};
+    const ScoreMask mask{ScoreMask::Kind::additive, terms.data(), 0, 2, 2, 1};
+    for (const Backend backend : {Backend::naive, Backend::fused}) {
+        INFO(attn::to_string(backend));
+        const auto got = attn::scaled_dot_product_attention(
+            q.view(), k.view(), v.view(), {.mask = &mask, .scale = attn::Scale::none, .backend = backend});
+        CHECK(got.output.values(0, 0) == 1.0f);
+        CHECK(got.output.values(1, 0) == 1.0f);
+    }
+    // The forward of a backward call is checked by the forward's checks on every backend, decoded or not.
+    const Matrix q1(1, 4, 0.5f), k1(3, 4, 0.25f), v1(3, 2, 1.0f), dO(1, 2, 1.0f);
+    const std::vector<float> plus_infinity = {0.0f, std::numeric_limits<float>::infinity(), 0.0f};
+    const ScoreMask bad_term{ScoreMask::Kind::additive, plus_infinity.data(), 0, 0, 3, 1};
+    std::vector<std::string> refusals;
+    for (const Backend backend : {Backend::naive, Backend::fused}) try {
+            (void)attn::attention_forward_backward(q1, k1, v1, dO, {.mask = &bad_term, .backend = backend});
+            refusals.emplace_back("no refusal");
+        } catch (const std::invalid_argument& e) {
+            refusals.emplace_back(e.what());
+        }
+    CHECK_THAT(refusals[0], Catch::Contains("the mask's term for query 0, key 1 is +∞"));
+    CHECK(refusals[1] == refusals[0]);
 }
 
 TEST_CASE("grouped and multi-query heads, L = 1 to 4, causal and any S, match the float64 model", "[decode][gqa]") {
