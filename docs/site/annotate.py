@@ -64,6 +64,7 @@ PAGES = {"lesson-03.md": ("Lesson 03: the chain", "index.html", "en"),
          "reading-order.md": ("Reading order", "reading-order.html", "en"),
          "using.md": ("Using it", "using.html", "en"),
          "heads.md": ("Many heads", "heads.html", "en"),
+         "decoding.md": ("Decoding", "decoding.html", "en"),
          "building.md": ("Building, testing, CI", "building.html", "en"),
          "robustness.md": ("Robustness", "robustness.html", "en"),
          "performance.md": ("Performance", "performance.html", "en")}
