@@ -57,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -341,6 +342,17 @@ def probe(profile, out, name, script, report_id, screenshot, attempts=3):
                       .replace("&amp;", "&")) if found else None
 
 
+def layout_reports(out, names, shots):
+    """The layout check's report of every page, {name: report or None}, with each page's screenshot.
+    The loads are independent, so as many Chromiums run at once as there are cores, each with a
+    profile of its own (a profile is one browser's); the checks then read the reports in the pages' order."""
+    def load(name):
+        with tempfile.TemporaryDirectory() as profile:
+            return probe(profile, out, name, "layout_check.js", "layout-report", shots / (name.removesuffix(".html") + ".png"))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(zip(names, pool.map(load, names)))
+
+
 class DevTools:
     """Chromium driven over its DevTools pipe (fds 3 and 4, NUL-separated JSON), on the real clock:
     under --virtual-time-budget a page's performance.now() stands still while its scripts run, so the
@@ -512,10 +524,11 @@ def main():
     wasm_built = (ROOT / "build-wasm" / "attn_walk.js").exists()
     check(live == wasm_built, f"the worked example is {'editable' if live else 'precomputed'}"
           f" ({'a' if wasm_built else 'no'} WebAssembly build in build-wasm/)")
+    layouts = layout_reports(out, [name for name, _, _ in pages], shots)
     with tempfile.TemporaryDirectory() as profile:
         for name, lang, source in pages:
             shot = shots / (name.removesuffix(".html") + ".png")
-            r = probe(profile, out, name, "layout_check.js", "layout-report", shot)
+            r = layouts[name]
             if r is None:
                 check(False, f"{name}: the layout check did not report")
                 continue
