@@ -44,6 +44,9 @@ enum class Task {
     backward,          // the gradients for dO of a forward already computed, whose results are given
     project,           // the layer's steps 1–2 alone: Q, K, V
 };
+inline constexpr Task all_tasks[] = {Task::forward, Task::forward_backward, Task::backward, Task::project};
+std::string to_string(Task task);  // "forward", "forward_backward", "backward", "project"
+Task task_from_string(const std::string& name, const std::string& option = "task");
 
 struct Call {
     Task task = Task::forward;
