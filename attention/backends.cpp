@@ -160,10 +160,6 @@ void fused_attention_backward_into(const Matrix& Q, const Matrix& K, const Matri
 
 namespace {
 
-std::string of(const char* what, std::size_t rows, std::size_t cols) {
-    return what + (" (" + shape_string(rows, cols) + ")");
-}
-
 // The product kernels keep one packing buffer on the calling thread, grown to the largest call asked
 // for (simd/gemm.cpp). For products called in this order, the most it holds at once: while it grows,
 // the old buffer and the new one together.
@@ -179,100 +175,114 @@ std::uint64_t packing_of(std::initializer_list<std::uint64_t> in_order) {
 
 }  // namespace
 
-std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
-                                       Backend backend) {
-    std::vector<Buffer> buffers = {{of("Q", n, d_k) + " of step 2", matrix_bytes(n, d_k)},
-                                   {of("K", n, d_k) + " of step 2", matrix_bytes(n, d_k)},
-                                   {of("V", n, d_v) + " of step 2", matrix_bytes(n, d_v)}};
+std::vector<Need> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                     Backend backend) {
+    std::vector<Need> buffers = {
+        {"Q", {n, d_k}, " of step 2"}, {"K", {n, d_k}, " of step 2"}, {"V", {n, d_v}, " of step 2"}};
     if (backend != Backend::naive)
         buffers.push_back(
             {"the packed panels of W_Q, W_K and W_V (step 2 on the " + to_string(backend) + " backend)",
+             {},
+             {},
              packing_of({simd::gemm_scratch_bytes(n, d_model, d_k), simd::gemm_scratch_bytes(n, d_model, d_v)})});
     return buffers;
 }
 
-std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                              Backend backend, Dtype dtype) {
+std::vector<Need> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                            Backend backend, Dtype dtype) {
     const std::string on = " on the " + to_string(backend) + " backend";
-    if (backend == Backend::naive) return {{of("Kᵀ", d_k, m) + " of step 3" + on, matrix_bytes(d_k, m)}};
+    if (backend == Backend::naive) return {{"Kᵀ", {d_k, m}, " of step 3" + on}};
     if (backend != Backend::fused)
         return {{"the packed panels of Kᵀ and V (steps 3 and 6" + on + ")",
+                 {},
+                 {},
                  packing_of({simd::gemm_scratch_bytes(n, d_k, m), simd::gemm_scratch_bytes(n, m, d_v)})}};
     const std::size_t team = simd::fused_team_size(n, m, d_k, d_v);
     return {{"the fused kernel's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
                  ", one score block each" + (dtype == Dtype::bf16 ? ", and the block's queries in bfloat16" : "") + ")",
-             checked_product(simd::fused_scratch_bytes(d_k, dtype), team, "fused scratch")},
+             {},
+             {},
+             simd::fused_scratch_bytes(d_k, dtype),
+             team},
             {std::string("K and V packed once for the fused kernel") + (dtype == Dtype::bf16 ? ", in bfloat16" : ""),
+             {},
+             {},
              simd::fused_packed_bytes(m, d_k, d_v, dtype)}};
 }
 
-std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
-                                           std::size_t d_v, Storage type) {
+std::vector<Need> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
+                                         std::size_t d_v, Storage type) {
     const simd::DecodeScratchBytes scratch = simd::decode_scratch_bytes(groups, rows, m, d_k, d_v, type);
     return {{"the decode kernel's scratch (" + std::to_string(scratch.threads) + " thread" +
                  (scratch.threads == 1 ? "" : "s") + ", one block of scores each)",
-             checked_product(scratch.per_thread, scratch.threads, "decode scratch")},
-            {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge", scratch.shared}};
+             {},
+             {},
+             scratch.per_thread,
+             scratch.threads},
+            {"the decode kernel's blocks of keys: their maxima, sums and outputs before the merge",
+             {},
+             {},
+             scratch.shared}};
 }
 
-std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                                       Backend backend) {
+std::vector<Need> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                                     Backend backend) {
     const std::string on = " on the " + to_string(backend) + " backend";
     if (backend == Backend::fused) {
         const std::size_t team = simd::fused_backward_team_size(n, m, d_k);
-        return {
-            {"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
-                 ", two tiles, a panel and a block of Kᵀ each)",
-             checked_product(simd::fused_backward_scratch_bytes(m, d_k, d_v), team, "fused backward scratch")},
-            {std::to_string(simd::dq_lanes) + " lanes of dQᵀ (" + shape_string(d_k, n) + " each) of the fused backward",
-             checked_product(matrix_bytes(d_k, n), simd::dq_lanes, "fused backward lanes")},
-            {of("L and its remainder", n, 2) + " of the fused backward", matrix_bytes(n, 2)},
-            {of("D", n, 1) + " of the fused backward", matrix_bytes(n, 1)}};
+        return {{"the fused backward's scratch (" + std::to_string(team) + " thread" + (team == 1 ? "" : "s") +
+                     ", two tiles, a panel and a block of Kᵀ each)",
+                 {},
+                 {},
+                 simd::fused_backward_scratch_bytes(m, d_k, d_v),
+                 team},
+                {"the lanes of dQᵀ", {simd::dq_lanes, d_k, n}, " of the fused backward"},
+                {"L and its remainder", {n, 2}, " of the fused backward"},
+                {"D", {n, 1}, " of the fused backward"}};
     }
-    std::vector<Buffer> buffers = {
-        {of("dα, then dS", n, m) + " of grads 6–4" + on + "; --backend fused never stores it", matrix_bytes(n, m)}};
+    std::vector<Need> buffers = {{"dα, then dS", {n, m}, " of grads 6–4" + on + "; --backend fused never stores it"}};
     if (backend == Backend::naive) {  // the transposes the formulas name, each built where it is used
-        buffers.push_back({of("αᵀ", m, n) + " of grad 6.V" + on, matrix_bytes(m, n)});
-        buffers.push_back({of("Vᵀ", d_v, m) + " of grad 6.α" + on, matrix_bytes(d_v, m)});
-        buffers.push_back({of("dSᵀ", m, n) + " of grad 3.K" + on, matrix_bytes(m, n)});
+        buffers.push_back({"αᵀ", {m, n}, " of grad 6.V" + on});
+        buffers.push_back({"Vᵀ", {d_v, m}, " of grad 6.α" + on});
+        buffers.push_back({"dSᵀ", {m, n}, " of grad 3.K" + on});
         return buffers;
     }
     // Aᵀ·B as (Bᵀ·A)ᵀ: Bᵀ, and the product before it is transposed back, all thin
-    buffers.push_back({of("dOᵀ", d_v, n) + " of grad 6.V" + on, matrix_bytes(d_v, n)});
-    buffers.push_back({of("dVᵀ", d_v, m) + " of grad 6.V" + on, matrix_bytes(d_v, m)});
-    buffers.push_back({of("Qᵀ", d_k, n) + " of grad 3.K" + on, matrix_bytes(d_k, n)});
-    buffers.push_back({of("dKᵀ", d_k, m) + " of grad 3.K" + on, matrix_bytes(d_k, m)});
+    buffers.push_back({"dOᵀ", {d_v, n}, " of grad 6.V" + on});
+    buffers.push_back({"dVᵀ", {d_v, m}, " of grad 6.V" + on});
+    buffers.push_back({"Qᵀ", {d_k, n}, " of grad 3.K" + on});
+    buffers.push_back({"dKᵀ", {d_k, m}, " of grad 3.K" + on});
     buffers.push_back({"the packed panels of α, Vᵀ, K and dS (grads 6 and 3" + on + ")",
+                       {},
+                       {},
                        packing_of({simd::gemm_scratch_bytes(d_v, n, m), simd::gemm_scratch_bytes(n, d_v, m),
                                    simd::gemm_scratch_bytes(n, m, d_k), simd::gemm_scratch_bytes(d_k, n, m)})});
     return buffers;
 }
 
-std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
-                                                Backend backend) {
+std::vector<Need> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                              Backend backend) {
     const std::string on = " on the " + to_string(backend) + " backend";
-    std::vector<Buffer> buffers = {{of("dW_Q", d_model, d_k) + " of grad 2", matrix_bytes(d_model, d_k)},
-                                   {of("dW_K", d_model, d_k) + " of grad 2", matrix_bytes(d_model, d_k)},
-                                   {of("dW_V", d_model, d_v) + " of grad 2", matrix_bytes(d_model, d_v)},
-                                   {of("dX", n, d_model) + " of grad 1", matrix_bytes(n, d_model)},
-                                   {of("dK·W_Kᵀ", n, d_model) + " of grad 1", matrix_bytes(n, d_model)},
-                                   {of("dV·W_Vᵀ", n, d_model) + " of grad 1", matrix_bytes(n, d_model)}};
+    std::vector<Need> buffers = {{"dW_Q", {d_model, d_k}, " of grad 2"},  {"dW_K", {d_model, d_k}, " of grad 2"},
+                                 {"dW_V", {d_model, d_v}, " of grad 2"},  {"dX", {n, d_model}, " of grad 1"},
+                                 {"dK·W_Kᵀ", {n, d_model}, " of grad 1"}, {"dV·W_Vᵀ", {n, d_model}, " of grad 1"}};
     // Each weight's gradient and its path back to X: W_Q and W_K are d_k wide, W_V d_v.
     const std::pair<const char*, std::size_t> weights[] = {{"Q", d_k}, {"K", d_k}, {"V", d_v}};
     for (const auto& [w, d] : weights) {
         const std::string W = std::string("W_") + w, dM = std::string("d") + w;
         if (backend == Backend::naive) {  // the transposes the formulas name
-            buffers.push_back({of("Xᵀ", d_model, n) + " of grad 2." + w + on, matrix_bytes(d_model, n)});
-            buffers.push_back({of((W + "ᵀ").c_str(), d, d_model) + " of grad 1" + on, matrix_bytes(d, d_model)});
+            buffers.push_back({"Xᵀ", {d_model, n}, " of grad 2." + std::string(w) + on});
+            buffers.push_back({W + "ᵀ", {d, d_model}, " of grad 1" + on});
         } else {  // Xᵀ·dM as (dMᵀ·X)ᵀ: both thin
-            buffers.push_back({of((dM + "ᵀ").c_str(), d, n) + " of grad 2." + w + on, matrix_bytes(d, n)});
-            buffers.push_back(
-                {of(("d" + W + "ᵀ").c_str(), d, d_model) + " of grad 2." + w + on, matrix_bytes(d, d_model)});
+            buffers.push_back({dM + "ᵀ", {d, n}, " of grad 2." + std::string(w) + on});
+            buffers.push_back({"d" + W + "ᵀ", {d, d_model}, " of grad 2." + std::string(w) + on});
         }
     }
     if (backend != Backend::naive)
         buffers.push_back(
             {"the packed panels of X and the weights (grads 2 and 1" + on + ")",
+             {},
+             {},
              packing_of({simd::gemm_scratch_bytes(d_k, n, d_model), simd::gemm_scratch_bytes(d_v, n, d_model),
                          simd::gemm_scratch_bytes(n, d_k, d_model), simd::gemm_scratch_bytes(n, d_v, d_model)})});
     return buffers;

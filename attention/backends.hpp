@@ -64,24 +64,24 @@ bool decodes(Backend backend, Dtype dtype, std::size_t L, KvDtype cache);
 // What a stage allocates besides its inputs, buffer by buffer, for a memory budget: its kernels'
 // scratch and, for steps 1–2 and grads 2–1, its results, on this backend (attention/backends.cpp,
 // beside the kernel calls they account for); the plan (attention/plan.cpp) adds the stacks of
-// results of every head. Checked arithmetic: std::length_error when a size cannot even be counted.
+// results of every head, and counts them all.
 //
 // The decode kernel's scratch for `groups` key/value heads of `rows` query rows each against m keys.
-std::vector<Buffer> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
-                                           std::size_t d_v, Storage type);
+std::vector<Need> decode_scratch_buffers(std::size_t groups, std::size_t rows, std::size_t m, std::size_t d_k,
+                                         std::size_t d_v, Storage type);
 // Steps 1–2: X (n×d_model) → Q (n×d_k), K (n×d_k), V (n×d_v), and the products' scratch.
-std::vector<Buffer> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
-                                       Backend backend);
+std::vector<Need> projection_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                     Backend backend);
 // Steps 3–6 of one head, Q (n×d_k), K (m×d_k), V (m×d_v): the scratch its kernels use (Kᵀ, packed
 // panels, the fused kernel's per-thread blocks).
-std::vector<Buffer> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                              Backend backend, Dtype dtype);
+std::vector<Need> attention_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                            Backend backend, Dtype dtype);
 // Grads 6–3 of one head: dO (n×d_v) → dQ (n×d_k), dK (m×d_k), dV (m×d_v), the scratch alike.
-std::vector<Buffer> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
-                                                       Backend backend);
+std::vector<Need> attention_gradient_scratch_buffers(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
+                                                     Backend backend);
 // Grads 2–1: dQ, dK, dV → dW_Q (d_model×d_k), dW_K, dW_V (d_model×d_v), dX (n×d_model).
-std::vector<Buffer> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
-                                                Backend backend);
+std::vector<Need> projection_gradient_buffers(std::size_t n, std::size_t d_model, std::size_t d_k, std::size_t d_v,
+                                              Backend backend);
 
 }  // namespace attn::backends
 

@@ -44,6 +44,9 @@ enum class Task {
     backward,          // the gradients for dO of a forward already computed, whose results are given
     project,           // the layer's steps 1–2 alone: Q, K, V
 };
+inline constexpr Task all_tasks[] = {Task::forward, Task::forward_backward, Task::backward, Task::project};
+std::string to_string(Task task);  // "forward", "forward_backward", "backward", "project"
+Task task_from_string(const std::string& name, const std::string& option = "task");
 
 struct Call {
     Task task = Task::forward;
@@ -92,6 +95,19 @@ struct Results {
 struct Buffer {
     std::string name;
     std::uint64_t bytes;
+};
+
+// A buffer as the step that allocates it states it, before it is counted: what it holds and its
+// shape, in elements of `each` bytes, which its name shows ("O (2×8×16×64) of step 6"); with no
+// shape, `each` is the bytes a kernel counts for itself. `times` of it for a team of threads that
+// `what` names; `copies` for the units that run at once, which its name counts ("2 × …"). The plan
+// (attention/plan.cpp) does the arithmetic, checked, and names it, in one place.
+struct Need {
+    std::string what;
+    std::vector<std::size_t> shape = {};
+    std::string note = {};
+    std::uint64_t each = sizeof(float);
+    std::uint64_t times = 1, copies = 1;
 };
 
 }  // namespace attn

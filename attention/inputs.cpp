@@ -99,9 +99,6 @@ struct Transposed {
     }
 };
 
-// "query (2×8×16×64)"
-std::string named(const std::string& name, const View& view) { return name + " (" + shape_string(view.shape) + ")"; }
-
 std::string given_as(const View& view) {
     return "given as " + to_string(view.element) + (view.swapped ? " of the other byte order" : "") +
            (view.strides.empty() ? "" : ", strided");
@@ -122,8 +119,6 @@ HeadsView heads_of(const View& view, std::size_t batch, std::size_t heads, Input
     const std::size_t rank = view.shape.size(), rows = view.shape[rank - 2], cols = view.shape[rank - 1];
     return {floats_of(view, cols, in).data(), {batch, heads, rows, cols}};
 }
-
-std::uint64_t float_bytes(const View& view) { return checked_product(count(view), sizeof(float), "a conversion"); }
 
 // ---- keys and values -----------------------------------------------------------------------------
 
@@ -172,10 +167,6 @@ CacheView cache_of(const View& view, const std::string& name, const Shapes& s, b
     }
     Cache& cache = in.caches.emplace_back(cache_from(view, s.cache, s.who, name));
     return {cache.halves.data(), shape, s.cache};
-}
-
-std::uint64_t cache_bytes(const View& view, KvDtype type, bool kept) {
-    return checked_product(count(view), kept && type != KvDtype::f32 ? 2 : sizeof(float), "a cache");
 }
 
 // ---- the mask ------------------------------------------------------------------------------------
@@ -320,20 +311,20 @@ Cache cache_from(const View& view, KvDtype type, const std::string& who, const s
     return cache;
 }
 
-std::vector<Buffer> conversion_buffers(const Call& c, const Shapes& s, bool decodes) {
-    std::vector<Buffer> buffers;
+std::vector<Need> conversion_buffers(const Call& c, const Shapes& s, bool decodes) {
+    std::vector<Need> buffers;
     const OperandNames& name = c.options.names;
     const auto as_floats = [&](const std::string& label, const View& view) {
         if (!read_in_place(view, Element::f32))
             buffers.push_back(
-                {named(label, view) + " as float32 in C order (" + given_as(view) + ")", float_bytes(view)});
+                {label, {view.shape.begin(), view.shape.end()}, " as float32 in C order (" + given_as(view) + ")"});
     };
     if (c.X) {
         as_floats(name.X, *c.X);
         for (const auto& [label, W] : {std::pair{&name.W_Q, &*c.W_Q}, {&name.W_K, &*c.W_K}, {&name.W_V, &*c.W_V}}) {
             if (!c.torch_weights) as_floats(*label, *W);
             else if (!read_in_place(Transposed(*W).view, Element::f32))
-                buffers.push_back({named(*label, *W) + " transposed from PyTorch's layout", float_bytes(*W)});
+                buffers.push_back({*label, {W->shape.begin(), W->shape.end()}, " transposed from PyTorch's layout"});
         }
     }
     if (c.Q) as_floats(name.Q, *c.Q);
@@ -342,18 +333,19 @@ std::vector<Buffer> conversion_buffers(const Call& c, const Shapes& s, bool deco
         if (!*view) continue;
         if (c.X) as_floats(*label, **view);
         else if (!cache_in_place(**view, s.cache, kept))
-            buffers.push_back({named(*label, **view) +
-                                   (kept ? " cached as " + to_string(s.cache)
-                                         : " as float32 holding " + to_string(s.cache) + " values") +
-                                   " (" + given_as(**view) + ")",
-                               cache_bytes(**view, s.cache, kept)});
+            buffers.push_back(
+                {*label,
+                 {(*view)->shape.begin(), (*view)->shape.end()},
+                 (kept ? " cached as " + to_string(s.cache) : " as float32 holding " + to_string(s.cache) + " values") +
+                     " (" + given_as(**view) + ")",
+                 kept && s.cache != KvDtype::f32 ? 2 : sizeof(float)});
     }
     if (c.mask && !mask_in_place(*c.mask, s)) {
         const CompactMask compact(*c.mask, s);
-        const bool boolean = c.mask->element == Element::boolean;
-        buffers.push_back({named(name.mask, *c.mask) + " copied for the batch (" +
-                               shape_string(std::span<const std::size_t>(compact.extents)) + ")",
-                           checked_product(compact.count(), boolean ? 1 : sizeof(float), "mask")});
+        buffers.push_back({name.mask + " copied for the batch",
+                           {std::begin(compact.extents), std::end(compact.extents)},
+                           {},
+                           c.mask->element == Element::boolean ? 1 : sizeof(float)});
     }
     const std::pair<std::string, const std::optional<View>*> gradient_operands[] = {
         {name.dO, &c.dO},

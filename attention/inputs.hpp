@@ -38,7 +38,7 @@ Cache cache_from(const View& view, KvDtype type, const std::string& who, const s
 // The element a cache of `type` holds: float32, bfloat16 or float16.
 Element element_of(KvDtype type);
 
-// The buffers inputs_of allocates for this call (none when every view is read in place).
-std::vector<Buffer> conversion_buffers(const Call& call, const Shapes& shapes, bool decodes);
+// The buffers inputs_of allocates for this call (none when every view is read in place), by shape.
+std::vector<Need> conversion_buffers(const Call& call, const Shapes& shapes, bool decodes);
 
 }  // namespace attn

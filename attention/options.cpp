@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention/call.hpp"
 #include "attention/options.hpp"
 
 namespace attn {
@@ -55,6 +56,16 @@ std::string to_string(KvDtype type) {
     return "?";
 }
 
+std::string to_string(Task task) {
+    switch (task) {
+        case Task::forward: return "forward";
+        case Task::forward_backward: return "forward_backward";
+        case Task::backward: return "backward";
+        case Task::project: return "project";
+    }
+    return "?";
+}
+
 Scale scale_from_string(const std::string& name, const std::string& option) {
     return named<Scale>(name, option, all_scales);
 }
@@ -69,6 +80,10 @@ Dtype dtype_from_string(const std::string& name, const std::string& option) {
 
 KvDtype kv_dtype_from_string(const std::string& name, const std::string& option) {
     return named<KvDtype>(name, option, all_kv_dtypes);
+}
+
+Task task_from_string(const std::string& name, const std::string& option) {
+    return named<Task>(name, option, all_tasks);
 }
 
 }  // namespace attn

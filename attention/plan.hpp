@@ -17,11 +17,9 @@ namespace attn {
 bool forward_decodes(const Call& call, const Shapes& shapes);
 
 // Every buffer run(call) allocates: the inputs it converts, the stacks of results of every head, and
-// every kernel's scratch, times the heads that run at once (the most the call holds at a time).
-std::vector<Buffer> buffers_of(const Call& call, const Shapes& shapes, bool decodes);
-
-// Each buffer charged to the budget by its name (std::length_error at the first that does not fit:
-// nothing has been allocated).
-void charge(MemoryBudget& budget, const std::vector<Buffer>& buffers);
+// every kernel's scratch, times the heads that run at once (the most the call holds at a time). Each
+// is charged to `budget`, when given, as it is counted (std::length_error at the first that does not
+// fit: nothing has been allocated).
+std::vector<Buffer> buffers_of(const Call& call, const Shapes& shapes, bool decodes, MemoryBudget* budget = nullptr);
 
 }  // namespace attn

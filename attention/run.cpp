@@ -84,7 +84,7 @@ void run(const Call& call, Results& r) {
     const Shapes s = shapes_of(call);
     const ScopedThreads threads(call.options.threads, s.who);
     const bool decodes = forward_decodes(call, s);
-    if (call.options.budget) charge(*call.options.budget, buffers_of(call, s, decodes));
+    if (call.options.budget) buffers_of(call, s, decodes, call.options.budget);  // charged, each buffer by name
     const Inputs in = inputs_of(call, s, decodes);
     AttentionOptions run = call.options;  // charged: the steps allocate nothing else
     run.budget = nullptr;

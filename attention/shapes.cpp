@@ -4,6 +4,7 @@
 // and their shapes.
 #include "attention/shapes.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -47,19 +48,14 @@ struct Refusal {
 
 std::string named(const std::string& name, const View& view) { return name + " (" + shape_string(view.shape) + ")"; }
 
-std::size_t elements(const View& view) {
-    std::uint64_t count = 1;
-    for (const std::size_t d : view.shape) count = checked_product(count, d, "an operand's shape");
-    return std::size_t(count);
-}
-
 // What every operand must be, whatever the call: strides for each dimension (or none), data behind
 // its elements, and numbers (only a mask may be boolean; only a mask must be floating point).
 void check_view(const Refusal& fail, const std::string& name, const View& view, bool mask = false) {
     if (!view.strides.empty() && view.strides.size() != view.shape.size())
         fail(named(name, view) + " has " + std::to_string(view.strides.size()) + " strides for " +
              std::to_string(view.shape.size()) + " dimensions");
-    if (!view.data && elements(view) > 0) fail(named(name, view) + " has no data");
+    if (!view.data && std::find(view.shape.begin(), view.shape.end(), 0) == view.shape.end())  // elements, but no data
+        fail(named(name, view) + " has no data");
     const bool integer = view.element != Element::f32 && view.element != Element::f64 && view.element != Element::f16 &&
                          view.element != Element::bf16 && view.element != Element::boolean;
     if (mask && integer)

@@ -1,6 +1,7 @@
 // attention/views.hpp — the C++ entry points' operands as views of a call (attention/call.hpp): a
 // Matrix, a stack of heads, a cache, a mask given as a ScoreMask. Each keeps the shape and strides
-// its view points at. Internal to attention/.
+// its view points at. Internal to attention/, but for MatrixView, which a front end uses for the
+// matrices a layer keeps.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,6 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -23,6 +22,7 @@
 #include "attention/backends.hpp"
 #include "attention/kv_cache.hpp"
 #include "attention/run.hpp"
+#include "attention/views.hpp"
 #include "lesson/json.hpp"
 #include "lesson/walk.hpp"
 
@@ -140,19 +140,6 @@ py::object to_numpy(attn::Result& r) {
     return py::array_t<float>(std::vector<py::ssize_t>(r.shape.begin(), r.shape.end()), owner->data(), release);
 }
 
-// A layer's weights as views of the matrices it keeps.
-struct LayerViews {
-    std::size_t shapes[3][2];
-    LayerViews(const attn::SingleHeadAttention& layer, attn::Call& call) {
-        const attn::Matrix* W[] = {&layer.W_Q(), &layer.W_K(), &layer.W_V()};
-        std::optional<attn::View>* views[] = {&call.W_Q, &call.W_K, &call.W_V};
-        for (int k = 0; k < 3; ++k) {
-            shapes[k][0] = W[k]->rows(), shapes[k][1] = W[k]->cols();
-            *views[k] = attn::View{W[k]->data(), shapes[k]};
-        }
-    }
-};
-
 // One call of the library: `operands` maps a role (Q, K, V, X, mask, dO) to an array, `names` a role
 // to what messages call it; a layer gives its weights. Returns every result by name.
 py::dict call(const std::string& task, const std::string& who, const py::dict& operands, const py::dict& names,
@@ -161,10 +148,7 @@ py::dict call(const std::string& task, const std::string& who, const py::dict& o
               const std::optional<std::string>& kv_dtype, std::optional<int> threads,
               std::optional<std::uint64_t> max_memory, const attn::KvCache* cache) {
     attn::Call c;
-    const std::pair<const char*, attn::Task> tasks[] = {{"forward", attn::Task::forward},
-                                                        {"forward_backward", attn::Task::forward_backward},
-                                                        {"project", attn::Task::project}};
-    for (const auto& [name, value] : tasks) c.task = task == name ? value : c.task;
+    c.task = attn::task_from_string(task);
     attn::OperandNames& n = c.options.names;
     const std::tuple<const char*, std::optional<attn::View>*, std::string*> roles[] = {
         {"Q", &c.Q, &n.Q}, {"K", &c.K, &n.K},          {"V", &c.V, &n.V},
@@ -175,8 +159,9 @@ py::dict call(const std::string& task, const std::string& who, const py::dict& o
         if (names.contains(role)) *name = names[role].cast<std::string>();
         if (operands.contains(role)) *view = arrays.emplace_back(array_of(operands[role], who, *name)).view;
     }
-    [[maybe_unused]] const std::optional<LayerViews> weights =  // their shapes, which the views read
-        layer ? std::optional<LayerViews>(std::in_place, *layer, c) : std::nullopt;
+    std::optional<attn::MatrixView> W_Q, W_K, W_V;  // a layer's weights, as views of the matrices it keeps
+    if (layer) c.W_Q = W_Q.emplace(layer->W_Q()).view, c.W_K = W_K.emplace(layer->W_K()).view;
+    if (layer) c.W_V = W_V.emplace(layer->W_V()).view;
     c.options.backend = attn::backend_from_string(backend);
     c.options.scale = attn::scale_from_string(scale), c.options.explicit_scale = explicit_scale;
     c.options.causal = causal, c.options.dtype = attn::dtype_from_string(dtype);
@@ -201,8 +186,7 @@ py::object parsed(const std::string& json) { return py::module_::import("json").
 // What `attn walk --format json [--grad]` prints, parsed: the same function writes both.
 py::object walk(const std::string& lang, const std::string& scale, bool causal, bool grad) {
     const attn::lesson::Lang l = lang == "zh" ? attn::lesson::Lang::zh : attn::lesson::Lang::en;
-    attn::AttentionOptions options{.causal = causal};
-    options.scale = attn::scale_from_string(scale);
+    const attn::AttentionOptions options{.causal = causal, .scale = attn::scale_from_string(scale)};
     const std::optional<attn::lesson::BackwardWalk> backward =
         grad ? std::optional(attn::lesson::backward_walk(options)) : std::nullopt;
     return parsed(attn::lesson::walk_json(attn::lesson::worked_example_walk(options), attn::lesson::example_tokens(l),
