@@ -388,7 +388,10 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     // on the block it falls in: tiles start at multiples of BC, and a key in its future adds exactly 0.
     const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
     const FusedTile tile = fused_tile(blocking, NR, bf16);
-    std::size_t rows = balanced_rows(n, tile.rows, threads_used, causal && team ? 8 : 1);
+    // Keys that fit one tile (BM_core/fused/n:256): 2 blocks a thread, each one short pass, so that
+    // a thread the team wakes late finds the other has taken three blocks, not waits for its one.
+    const std::size_t per_thread = team && causal ? 8 : team && m <= tile.keys ? 2 : 1;
+    std::size_t rows = balanced_rows(n, tile.rows, threads_used, per_thread);
     if (causal) rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, tile.rows, threads_used, 2)));
     const FusedPacked<std::size_t> packed = fused_packed<std::size_t>(m, Q.cols(), V.cols(), NR, pair);
     float* keys = packed_operands(packed.total()).data();
