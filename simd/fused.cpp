@@ -37,9 +37,11 @@
 // 2. the softmax, a pass over each row (simd/tile_softmax.cpp): m', the factor e^(m − m') for ℓ and
 //    o, and the weights e^(s − m') with their sum;
 // 3. o += weights·V, by the register tile again.
-// K and V are packed once per call, by the whole team, in the layouts the register tile reads (panels
-// of Kᵀ, NR keys wide; panels of V, NR columns wide): no block packs them again, and a panel of V is
-// read as one contiguous piece (BM_core/fused, BM_core_long).
+// K and V are packed once per call, in the layouts the register tile reads (panels of Kᵀ, NR keys
+// wide; panels of V, NR columns wide, in pairs for bf16): no block packs them again (BM_core/fused,
+// BM_core_long). float32 reads a full-width panel of V where it lies (values_in_place). Each panel is packed on demand, by the first thread
+// whose tile reads it (ensure_packed): no pass of packing and no barrier come before the first tile,
+// which at n = 256 cost a quarter of the time in waiting (BM_core/fused/n:256).
 //
 // Causal: a block's keys end at its last row, so the tiles wholly in its future (about half of all
 // tiles) are never visited. In the tiles that cross the diagonal nothing is masked with −∞: each
@@ -70,8 +72,12 @@
 // keys' rows while K is packed: fused_scratch in simd/scratch.hpp, which fused_scratch_bytes(d_k,
 // dtype) budgets, whatever n, m or d_v. On the calling thread, K and V packed (fused_packed, budgeted
 // by fused_packed_bytes): about the size of K and V (half in pairs), kept for the next call.
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -128,7 +134,8 @@ struct Problem {
     const ScoreTerms* terms;  // added to the scores (nullptr: none)
     float* keys;              // K packed: the panel of Kᵀ of keys g·NR … at keys + g·depth·NR
     float* values;  // V packed: the panel of V's columns q·NR … at values + q·value_panel, a row a key (pair)
-    std::size_t value_panel;  // floats of one panel of V
+    std::size_t value_panel;                 // floats of one panel of V
+    std::atomic<std::uint8_t>* panel_state;  // per panel of keys: PanelState (ensure_packed)
 };
 
 void scale_row(float* x, std::size_t n, float factor) {
@@ -140,6 +147,15 @@ void scale_row(float* x, std::size_t n, float factor) {
 std::size_t visible_keys(const Problem& p, std::size_t i0, std::size_t r, std::size_t j0, std::size_t cols) {
     if (!p.causal) return cols;
     return i0 + r + 1 > j0 ? std::min(cols, i0 + r + 1 - j0) : 0;
+}
+
+// float32: a full-width panel of V is read where it lies in V, its rows NR floats d_v apart, which the
+// register tile reads as fast as a packed copy: copying it would only move bytes (BM_core/fused at
+// n = 256, where the copy is a tenth of the work). A narrower last panel is packed, zeros past d_v;
+// bf16 packs pairs.
+template <bool bf16>
+bool values_in_place(std::size_t width) {
+    return !bf16 && width == NR;
 }
 
 // Packing, once per call: the keys [g·NR, g·NR + NR): their panel of Kᵀ, and their rows of every
@@ -155,8 +171,30 @@ void pack_key_panel(const Problem& p, std::size_t g, Scratch& s) {
         const std::size_t width = std::min(NR, d_v - q * NR);
         float* v_rows = p.values + q * p.value_panel + depth_of<bf16>(j0) * NR;  // j0 is even: pair j0/2 on
         if constexpr (bf16) pack_value_pairs(p.V, j0, cols, q * NR, width, v_rows);
-        else pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, width, v_rows);
+        else if (!values_in_place<bf16>(width)) pack_panel(p.V, BLayout::k_by_n, j0, cols, q * NR, width, v_rows);
     }
+}
+
+// Where a panel of keys stands: not packed, being packed by one thread, or ready to read.
+enum PanelState : std::uint8_t { unpacked, packing, ready };
+
+// The panels [first, last) of keys that the tile at hand reads, packed on demand. A thread claims each
+// panel no one has claimed yet (one compare-and-swap) and packs it; then it waits for the ones
+// another thread is packing, one panel's work at most. Two threads on the same tile so share its
+// panels, and a panel is packed once, whoever packs it: the bits are the same for any thread count.
+// The release store makes the packed floats visible to the acquire load that sees `ready`.
+template <bool bf16>
+void ensure_packed(const Problem& p, std::size_t first, std::size_t last, Scratch& s) {
+    for (std::size_t g = first; g < last; ++g) {
+        std::uint8_t expected = unpacked;
+        if (p.panel_state[g].load(std::memory_order_acquire) == unpacked &&
+            p.panel_state[g].compare_exchange_strong(expected, packing, std::memory_order_acquire)) {
+            pack_key_panel<bf16>(p, g, s);
+            p.panel_state[g].store(ready, std::memory_order_release);
+        }
+    }
+    for (std::size_t g = first; g < last; ++g)
+        while (p.panel_state[g].load(std::memory_order_acquire) != ready) std::this_thread::yield();
 }
 
 // The score tile's epilogue (simd/microkernel.hpp): each row's largest score among the keys of the
@@ -259,12 +297,15 @@ void accumulate_values(const Problem& p, std::size_t i0, std::size_t rows, std::
     const std::size_t d_v = p.V.cols();
     for (std::size_t q = 0; q * NR < d_v; ++q) {
         const std::size_t width = std::min(NR, d_v - q * NR);
-        const float* panel = p.values + q * p.value_panel + depth_of<bf16>(j0) * NR;
+        const bool in_place = values_in_place<bf16>(width);
+        const float* panel =
+            in_place ? p.V.row(j0).data() + q * NR : p.values + q * p.value_panel + depth_of<bf16>(j0) * NR;
         for (std::size_t r = 0; r < rows; r += TALL) {
             const std::size_t strip = std::min(TALL, rows - r), keys = visible_keys(p, i0, r + strip - 1, j0, cols);
             if (keys == 0) continue;
             run_strip_microkernel<StepOf<bf16>>(strip, depth_of<bf16>(keys), s.scores.data() + r * p.BC, p.BC, panel,
-                                                NR, p.O.row(i0 + r).data() + q * NR, d_v, width, j0 == 0, false, 1.0f);
+                                                in_place ? d_v : NR, p.O.row(i0 + r).data() + q * NR, d_v, width,
+                                                j0 == 0, false, 1.0f);
         }
     }
 }
@@ -282,6 +323,7 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
     if (end == 0) std::fill(p.O.row(i0).data(), p.O.row(i0).data() + rows * d_v, 0.0f);  // no key: o = 0
     for (std::size_t j0 = 0; j0 < end; j0 += p.BC) {
         const std::size_t cols = std::min(p.BC, end - j0);
+        ensure_packed<bf16>(p, j0 / NR, (j0 + cols + NR - 1) / NR, s);
         tile_scores<bf16>(p, i0, rows, j0, cols, s);
         if (p.terms) add_tile_terms(p, i0, rows, j0, cols, s);
         online_softmax_update<bf16>(p, i0, rows, j0, cols, s);
@@ -302,6 +344,19 @@ void attend_block(const Problem& p, std::size_t i0, std::size_t rows, Scratch& s
 struct KeepModes {};
 template <bool bf16>
 using ModesOf = std::conditional_t<bf16, FlushSubnormals, KeepModes>;
+
+// The calling thread's panel states for a call of `panels` panels, all `unpacked`, kept from call to
+// call (a byte a panel of NR keys).
+std::atomic<std::uint8_t>* unpacked_panels(std::size_t panels) {
+    thread_local std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+    thread_local std::size_t capacity = 0;
+    if (capacity < panels) {
+        states = std::make_unique<std::atomic<std::uint8_t>[]>(panels);
+        capacity = panels;
+    }
+    for (std::size_t g = 0; g < panels; ++g) states[g].store(unpacked, std::memory_order_relaxed);
+    return states.get();
+}
 
 // The calling thread's packed K and V (simd/scratch.hpp's fused_packed), kept from call to call as
 // each thread's scratch is: shared by the team of the call.
@@ -333,7 +388,10 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
     // on the block it falls in: tiles start at multiples of BC, and a key in its future adds exactly 0.
     const std::size_t threads_used = team ? std::size_t(max_threads()) : 1;
     const FusedTile tile = fused_tile(blocking, NR, bf16);
-    std::size_t rows = balanced_rows(n, tile.rows, threads_used, causal && team ? 8 : 1);
+    // Keys that fit one tile (BM_core/fused/n:256): 2 blocks a thread, each one short pass, so that
+    // a thread the team wakes late finds the other has taken three blocks, not waits for its one.
+    const std::size_t per_thread = team && causal ? 8 : team && m <= tile.keys ? 2 : 1;
+    std::size_t rows = balanced_rows(n, tile.rows, threads_used, per_thread);
     if (causal) rows = std::max(rows, std::min(round_up(256, MR), balanced_rows(n, tile.rows, threads_used, 2)));
     const FusedPacked<std::size_t> packed = fused_packed<std::size_t>(m, Q.cols(), V.cols(), NR, pair);
     float* keys = packed_operands(packed.total()).data();
@@ -351,9 +409,9 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
                     terms,
                     keys,
                     keys + packed.keys,
-                    value_panel};
+                    value_panel,
+                    unpacked_panels((m + NR - 1) / NR)};
     const auto blocks = static_cast<std::ptrdiff_t>((n + rows - 1) / rows);
-    const auto panels = static_cast<std::ptrdiff_t>((m + NR - 1) / NR);
     // No more threads than blocks: each thread that starts allocates its scratch, and
     // fused_team_size (what a caller budgets) counts at most one per block of MR rows.
     [[maybe_unused]] const int team_size = static_cast<int>(std::min<std::ptrdiff_t>(max_threads(), blocks));
@@ -363,8 +421,6 @@ void fused_attention(const Matrix& Q, const Matrix& K, const Matrix& V, float sc
         record_team_size();
         thread_local Scratch scratch;
         scratch.fit(fused_scratch<std::size_t>(Q.cols(), p.BR, p.BC, W, pair));
-#pragma omp for schedule(static)
-        for (std::ptrdiff_t g = 0; g < panels; ++g) pack_key_panel<bf16>(p, static_cast<std::size_t>(g), scratch);
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t b = blocks - 1; b >= 0; --b) {  // the bottom (causal: largest) block first
             const std::size_t i0 = static_cast<std::size_t>(b) * p.BR;
