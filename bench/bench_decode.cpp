@@ -1,7 +1,7 @@
 // bench/bench_decode.cpp — decoding: one query row a head against a long key/value cache, and the
 // memory bandwidth that bounds it, measured in the same process.
 //
-//   BM_read_bandwidth/threads:2                      a streaming sum over 1 GiB of floats
+//   BM_read_bandwidth/threads:2                      the fastest of four ways to sum 1 GiB of floats
 //   BM_decode/bf16/S:4096/H:32/H_kv:8/E:128/threads:2  B = 1, L = 1, keys and values cached as bfloat16
 //
 // Decoding reads every cached key and value once and does 4·E flops with each key/value pair (a dot
@@ -15,8 +15,10 @@
 //   tokens_per_s       calls per second: one token decoded, one layer's attention (BM_decode)
 //   threads_busy       CPU time ÷ wall time over the timed loop (bench/common.hpp) (BM_decode)
 // The buffer of BM_read_bandwidth is far larger than any cache a CPU has, whatever a virtual machine
-// reports as its last level; `threads` OpenMP threads sum it with the static schedule that first
-// touched it, in the library's widest vectors. bench/peers/decode_peers.py runs it right before each
+// reports as its last level; `threads` OpenMP threads sum it, each the share it first touched, in
+// each of the ways of read_ways, and the fastest counts (GBps; each way's own rate in GBps_<way>):
+// the machine's limit for a kernel that reads each byte once, which is what a decode rate is taken
+// as a share of (its f32 case at S = 32768 reads far more than any cache holds). bench/peers/decode_peers.py runs it right before each
 // decode case of the same thread count, so a decode rate is taken as a share of the bandwidth of that
 // moment. The cache is built once outside the timed loop (attn::to_cache rounds float32 keys and
 // values to the type); Backend::fused. Registered here, linked into bench_attention.
