@@ -64,9 +64,10 @@
 // value rows it reads (a float sum of squares, as each row is first read), and the call returns the
 // largest per group. A block no row may see (causal) is still read for them.
 //
-// Scratch: per thread, a block's scores (rows × decode_keys) and, for a 16-bit cache, the group's
-// queries in pair order; on the calling thread, each unit's (m, ℓ, o) for every row and its two
-// norms. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
+// Scratch: per thread, a block's scores (rows × decode_keys), its o_b (rows × d_v) and, for a 16-bit
+// cache, the group's queries in pair order; on the calling thread, each unit's (m, ℓ, o) for every
+// row and its two norms. simd/scratch.hpp's decode_scratch (all but o_b, a few KiB), which
+// decode_scratch_bytes budgets.
 // BM_decode (bench/bench_decode.cpp) measures the kernel, in GB/s of cache read.
 #include <algorithm>
 #include <array>
@@ -90,7 +91,9 @@ namespace attn::simd::ATTN_ISA {
 
 namespace {
 
-constexpr std::size_t prefetch_rows = W;  // how far ahead largest_square asks for rows: one tile
+// How far ahead of its reading the norm pass asks for the cache's rows (prefetch_row), in bytes
+// whatever the type: a 16-bit cache keeps as many bytes on their way as a float one (BM_decode).
+constexpr std::size_t prefetch_bytes = 8192;
 
 template <Storage type>
 constexpr std::size_t element_bytes = type == Storage::f32 ? sizeof(float) : sizeof(std::uint16_t);
@@ -114,13 +117,15 @@ using Halves = xsimd::batch<std::uint16_t>;
 
 // One thread's scratch, kept from call to call.
 struct Scratch {
-    Buffer scores, queries;
-    void fit(const DecodeScratch<std::size_t>& size) {
+    Buffer scores, queries, outputs;
+    // outputs: a block's o (rows × d_v), summed here and written to the unit's place once
+    void fit(const DecodeScratch<std::size_t>& size, std::size_t outputs_floats) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) grow_exactly(b, n);
         };
         grow(scores, size.scores);
         grow(queries, size.rows);  // a float cache: none
+        grow(outputs, outputs_floats);
     }
 };
 
@@ -213,6 +218,14 @@ void prefetch_row(const void* cache, std::size_t g, std::size_t keys, std::size_
     if (j >= keys) return;
     const char* row = static_cast<const char*>(row_at<type>(cache, g, keys, j, n));
     for (std::size_t at = 0; at < n * element_bytes<type>; at += 64) __builtin_prefetch(row + at);
+}
+
+// The rows of n elements prefetch_bytes span (at least one): how far ahead of row j the norm pass
+// asks for a row. Computed once a unit: a division a row would cost more than the prefetch.
+template <Storage type>
+std::size_t rows_ahead(std::size_t n) {
+    const std::size_t row_bytes = n * element_bytes<type>;
+    return std::max<std::size_t>(1, (prefetch_bytes + row_bytes - 1) / row_bytes);
 }
 
 // A unit's place: group g, keys [j0, j0 + count), its (m, ℓ, o) for every row at `partial`.
@@ -335,15 +348,15 @@ Batch row_squares(const void* row, std::size_t k) {
 // caller's checks: each row's squares summed by row_squares, then across lanes (a short tile
 // repeats its last row), a sum past the float range (±∞, NaN, or squares above FLT_MAX) summed again
 // in double, so that the caller sees what the row holds. The first to read these rows: each is read
-// from start to end, one stream, and the row prefetch_rows ahead is asked for as it is.
+// from start to end, one stream, and the row `ahead` rows further (rows_ahead) is asked for as it is.
 template <Storage type>
 double largest_square(const void* cache, std::size_t g, std::size_t keys, std::size_t j, std::size_t count,
-                      std::size_t n) {
+                      std::size_t n, std::size_t ahead) {
     const auto row = [&](std::size_t t) { return row_at<type>(cache, g, keys, j + std::min(t, count - 1), n); };
     Batch acc[W];
     const std::size_t k = n / step<type> * step<type>;  // where the tail starts
     for (std::size_t t = 0; t < W; ++t) {
-        if (t < count) prefetch_row<type>(cache, g, keys, j + t + prefetch_rows, n);
+        if (t < count) prefetch_row<type>(cache, g, keys, j + t + ahead, n);
         acc[t] = row_squares<type>(row(t), k);
     }
     const Batch total = xsimd::haddp(acc);  // the W sums, as key_tile's
@@ -386,9 +399,10 @@ void in_passes(std::size_t rows, Pass&& pass) {
 template <Storage type>
 void block_scores(const DecodeProblem& p, const Unit& u, const float* q, Scratch& s) {
     double largest = 0.0;  // kept here, stored once: units side by side share the cache line of u.norms
+    const std::size_t ahead = rows_ahead<type>(p.d_k);
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t rows = std::min(W, u.count - j0);
-        largest = larger_norm(largest, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, rows, p.d_k));
+        largest = larger_norm(largest, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, rows, p.d_k, ahead));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
             for (std::size_t jj = j0; jj < j0 + rows; jj += keys_per_tile<N>)
                 key_tile<type, N>(p, q + r0 * p.d_k, u.g, u.j0 + jj, std::min(keys_per_tile<N>, j0 + rows - jj),
@@ -453,20 +467,25 @@ void value_tile(const float* weights, std::size_t weight_stride, const void* fir
 
 // [decode values] o_b = Σ_j e^(s_j − m_b)·v_j per row, each value row read once for the group, W
 // rows a tile: their norms first (which brings them into L1), then the tile (a masked key's weight
-// is 0 and adds exactly nothing: the values are finite, or refused after).
+// is 0 and adds exactly nothing: the values are finite, or refused after). o_b is summed in the
+// thread's scratch and written to the unit's place once: the units side by side in the calling
+// thread's buffer share cache lines, which two threads storing a tile at a time would pass back and
+// forth (BM_decode, one head on 2 threads).
 template <Storage type>
 void block_values(const DecodeProblem& p, const Unit& u, Scratch& s) {
-    float* o = u.partial + 2 * p.rows;
+    float* o = s.outputs.data();
     std::fill(o, o + p.rows * p.d_v, 0.0f);
     double largest = 0.0;  // stored once, as block_scores does
+    const std::size_t ahead = rows_ahead<type>(p.d_v);
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t count = std::min(W, u.count - j0);
         const void* first = row_at<type>(p.V, u.g, p.keys, u.j0 + j0, p.d_v);
-        largest = larger_norm(largest, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
+        largest = larger_norm(largest, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v, ahead));
         in_passes(p.rows, [&](auto N, std::size_t r0) {
             value_tile<type, N>(s.scores.data() + r0 * u.count + j0, u.count, first, count, p.d_v, o + r0 * p.d_v);
         });
     }
+    std::copy(o, o + p.rows * p.d_v, u.partial + 2 * p.rows);
     u.norms[1] = largest;
 }
 
@@ -476,10 +495,11 @@ void unseen_block(const DecodeProblem& p, const Unit& u) {
     std::fill(u.partial, u.partial + p.rows, neg_inf);
     std::fill(u.partial + p.rows, u.partial + 2 * p.rows + p.rows * p.d_v, 0.0f);
     double keys = 0.0, values = 0.0;  // stored once, as block_scores does
+    const std::size_t key_ahead = rows_ahead<type>(p.d_k), value_ahead = rows_ahead<type>(p.d_v);
     for (std::size_t j0 = 0; j0 < u.count; j0 += W) {
         const std::size_t count = std::min(W, u.count - j0);
-        keys = larger_norm(keys, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, count, p.d_k));
-        values = larger_norm(values, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v));
+        keys = larger_norm(keys, largest_square<type>(p.K, u.g, p.keys, u.j0 + j0, count, p.d_k, key_ahead));
+        values = larger_norm(values, largest_square<type>(p.V, u.g, p.keys, u.j0 + j0, count, p.d_v, value_ahead));
     }
     u.norms[0] = keys;
     u.norms[1] = values;
@@ -548,7 +568,7 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     {
         record_team_size();
         thread_local Scratch scratch;
-        scratch.fit(size);
+        scratch.fit(size, p.rows * p.d_v);
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(units); ++i) {
             const std::size_t g = std::size_t(i) / blocks, j0 = std::size_t(i) % blocks * block;

@@ -136,11 +136,11 @@ class Engines:
         threads = decode_report.parse_case(case)[5]
         peak, bandwidth = f"BM_peak_fma/threads:{threads}", f"BM_read_bandwidth/threads:{threads}"
         decode = decode_name(case)
-        cmd = [self.args.bench, f"--benchmark_filter=^({peak}|{bandwidth}|{decode})/real_time$",
+        cmd = [self.args.bench, f"--benchmark_filter=^({peak}/real_time|{bandwidth}/manual_time|{decode}/real_time)$",
                f"--benchmark_min_time={self.args.min_time}", "--benchmark_format=json"]
         out, rss = heads_peers.run_measured(cmd, dict(os.environ, OMP_NUM_THREADS=str(threads)))
         report = json.loads(out)
-        runs = {b["name"].removesuffix("/real_time"): b for b in report["benchmarks"]}
+        runs = {b["name"].removesuffix("/real_time").removesuffix("/manual_time"): b for b in report["benchmarks"]}
         if any(name not in runs for name in (peak, bandwidth, decode)) or runs[decode].get("error_occurred"):
             raise RuntimeError(f"{self.args.bench}: no {peak}, {bandwidth} or {decode} in its output")
         b = runs[decode]
