@@ -39,9 +39,10 @@
 // 3. o += weights·V, by the register tile again.
 // K and V are packed once per call, in the layouts the register tile reads (panels of Kᵀ, NR keys
 // wide; panels of V, NR columns wide, in pairs for bf16): no block packs them again (BM_core/fused,
-// BM_core_long). float32 reads a full-width panel of V where it lies (values_in_place). Each panel is packed on demand, by the first thread
-// whose tile reads it (ensure_packed): no pass of packing and no barrier come before the first tile,
-// which at n = 256 cost a quarter of the time in waiting (BM_core/fused/n:256).
+// BM_core_long). float32 reads a full-width panel of V where it lies (values_in_place). Each panel
+// is packed on demand, by the first thread whose tile reads it (ensure_packed): no pass of packing
+// and no barrier come before the first tile, so a short call's threads start on their tiles at once
+// (BM_core/fused/n:256).
 //
 // Causal: a block's keys end at its last row, so the tiles wholly in its future (about half of all
 // tiles) are never visited. In the tiles that cross the diagonal nothing is masked with −∞: each
