@@ -346,13 +346,20 @@ struct KeepModes {};
 template <bool bf16>
 using ModesOf = std::conditional_t<bf16, FlushSubnormals, KeepModes>;
 
+// The deleter of the panel states: a type of this instruction set's own, so that their
+// std::unique_ptr is this copy's alone, not one template every copy of the kernels defines under
+// the same name (tests/checks/check_isa_symbols.py).
+struct DeletePanelStates {
+    void operator()(std::atomic<std::uint8_t>* states) const { delete[] states; }
+};
+
 // The calling thread's panel states for a call of `panels` panels, all `unpacked`, kept from call to
 // call (a byte a panel of NR keys).
 std::atomic<std::uint8_t>* unpacked_panels(std::size_t panels) {
-    thread_local std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+    thread_local std::unique_ptr<std::atomic<std::uint8_t>[], DeletePanelStates> states;
     thread_local std::size_t capacity = 0;
     if (capacity < panels) {
-        states = std::make_unique<std::atomic<std::uint8_t>[]>(panels);
+        states.reset(new std::atomic<std::uint8_t>[panels]);
         capacity = panels;
     }
     for (std::size_t g = 0; g < panels; ++g) states[g].store(unpacked, std::memory_order_relaxed);
