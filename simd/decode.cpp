@@ -66,8 +66,7 @@
 //
 // Scratch: per thread, a block's scores (rows × decode_keys), its o_b (rows × d_v) and, for a 16-bit
 // cache, the group's queries in pair order; on the calling thread, each unit's (m, ℓ, o) for every
-// row and its two norms. simd/scratch.hpp's decode_scratch (all but o_b, a few KiB), which
-// decode_scratch_bytes budgets.
+// row and its two norms. simd/scratch.hpp's decode_scratch, which decode_scratch_bytes budgets.
 // BM_decode (bench/bench_decode.cpp) measures the kernel, in GB/s of cache read.
 #include <algorithm>
 #include <array>
@@ -119,13 +118,13 @@ using Halves = xsimd::batch<std::uint16_t>;
 struct Scratch {
     Buffer scores, queries, outputs;
     // outputs: a block's o (rows × d_v), summed here and written to the unit's place once
-    void fit(const DecodeScratch<std::size_t>& size, std::size_t outputs_floats) {
+    void fit(const DecodeScratch<std::size_t>& size) {
         const auto grow = [](Buffer& b, std::size_t n) {
             if (b.size() < n) grow_exactly(b, n);
         };
         grow(scores, size.scores);
         grow(queries, size.rows);  // a float cache: none
-        grow(outputs, outputs_floats);
+        grow(outputs, size.outputs);
     }
 };
 
@@ -568,7 +567,7 @@ void decode(const DecodeProblem& p, Threads threads, const Blocking& blocking) {
     {
         record_team_size();
         thread_local Scratch scratch;
-        scratch.fit(size, p.rows * p.d_v);
+        scratch.fit(size);
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(units); ++i) {
             const std::size_t g = std::size_t(i) / blocks, j0 = std::size_t(i) % blocks * block;

@@ -95,9 +95,10 @@ template <class Count>
 struct DecodeScratch {
     Count scores;    // per thread: the rows × keys scores of one block, then its weights
     Count rows;      // per thread: the group's queries reordered (a cache read in pair order)
+    Count outputs;   // per thread: the rows × d_v o of one block, summed before it is written to its unit
     Count partials;  // on the calling thread: each unit's m, ℓ and o (d_v) per query row, and one row for the merge
     Count norms;     // on the calling thread: each unit's largest key and value norms (2 doubles: 4 floats)
-    Count per_thread() const { return scores + rows; }
+    Count per_thread() const { return scores + rows + outputs; }
     Count shared() const { return partials + norms; }
 };
 
@@ -105,7 +106,8 @@ template <class Count>
 DecodeScratch<Count> decode_scratch(std::size_t rows, std::size_t keys_per_block, std::size_t units, std::size_t d_k,
                                     std::size_t d_v, bool reorders) {
     return {Count(rows) * Count(keys_per_block), reorders ? Count(rows) * Count(d_k) : Count(0),
-            Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v), Count(units) * Count(4)};
+            Count(rows) * Count(d_v), Count(units) * Count(rows) * (Count(d_v) + Count(2)) + Count(d_v),
+            Count(units) * Count(4)};
 }
 
 // One thread's scratch of the fused backward (simd/fused_backward.cpp), in floats per buffer.
